@@ -1,0 +1,326 @@
+package dataset
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+const (
+	// LabelDataset marks every object the generator creates; its value is the
+	// dataset name, so Clean deletes exactly what Seed created.
+	LabelDataset = "cachetune.dev/dataset"
+	// ApplyManager is the field manager that creates objects with server-side apply.
+	ApplyManager = "cachetune-apply"
+	// StatusManager is the second field manager: it writes Pod and Widget status
+	// through the status subresource and labels ConfigMaps and Secrets.
+	StatusManager = "cachetune-status"
+	// LastAppliedAnnotation is kubectl's client-side apply annotation.
+	LastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+)
+
+// Spec describes a dataset. Counts of zero create nothing of that kind.
+type Spec struct {
+	// Name labels every object (LabelDataset); default "standard".
+	Name string
+	// Namespace receives the objects; it is created when missing.
+	Namespace string
+
+	Pods int
+	// PodEnv is the number of literal env vars in a Pod's main container (its
+	// sidecars get a half and a third); 0 means 4, about 20 KB of JSON per Pod.
+	PodEnv int
+
+	ConfigMaps int
+	// ConfigMapBytes is the data size of each ConfigMap; 0 means 4 KiB.
+	ConfigMapBytes int
+
+	Secrets int
+	// SecretBytes is the data size of each Secret; 0 means 256 KiB (large).
+	SecretBytes int
+
+	Widgets int
+	// WidgetBytes is the spec size of each Widget custom resource; 0 means 2 KiB.
+	WidgetBytes int
+
+	// Concurrency is the number of parallel writers; 0 means 16.
+	Concurrency int
+	// Progress, when set, is called after each object is written, never
+	// concurrently, with Done counting up to Total (see ProgressPrinter).
+	Progress func(Progress)
+}
+
+// Standard is the dataset cachebench runs by default: 10,000 Pods.
+func Standard(namespace string) Spec {
+	return Spec{Name: "standard", Namespace: namespace, Pods: 10000}
+}
+
+// Progress reports how far seeding or cleaning has come.
+type Progress struct {
+	Kind    string // "pods", "configmaps", "secrets", "widgets"
+	Done    int
+	Total   int
+	Elapsed time.Duration
+}
+
+func (s *Spec) defaults() {
+	if s.Name == "" {
+		s.Name = "standard"
+	}
+	if s.PodEnv == 0 {
+		s.PodEnv = 4
+	}
+	if s.ConfigMapBytes == 0 {
+		s.ConfigMapBytes = 4 << 10
+	}
+	if s.SecretBytes == 0 {
+		s.SecretBytes = 256 << 10
+	}
+	if s.WidgetBytes == 0 {
+		s.WidgetBytes = 2 << 10
+	}
+	if s.Concurrency == 0 {
+		s.Concurrency = 16
+	}
+}
+
+// Seed creates the dataset with server-side apply (ApplyManager) and then updates
+// every object as a second manager (StatusManager), so that managedFields hold two
+// managers, as they do on a live cluster. Seeding an existing dataset again
+// re-applies the same objects.
+func Seed(ctx context.Context, cfg *rest.Config, spec Spec) error {
+	spec.defaults()
+	if spec.Namespace == "" {
+		return errors.New("dataset: a namespace is required")
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	if err := ensureNamespace(ctx, cs, spec.Namespace); err != nil {
+		return err
+	}
+	if spec.Widgets > 0 {
+		if err := EnsureWidgetCRD(ctx, dyn); err != nil {
+			return err
+		}
+	}
+	s := &seeder{cs: cs, dyn: dyn, spec: spec, now: time.Now()}
+	kinds := []struct {
+		name  string
+		count int
+		write func(context.Context, int) error
+	}{
+		{"pods", spec.Pods, s.pod},
+		{"configmaps", spec.ConfigMaps, s.configMap},
+		{"secrets", spec.Secrets, s.secret},
+		{"widgets", spec.Widgets, s.widget},
+	}
+	for _, k := range kinds {
+		if k.count == 0 {
+			continue
+		}
+		if err := parallel(ctx, k.name, k.count, spec.Concurrency, spec.Progress, k.write); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type seeder struct {
+	cs   kubernetes.Interface
+	dyn  dynamic.Interface
+	spec Spec
+	now  time.Time
+}
+
+var force = true
+
+func applyOpts() metav1.PatchOptions {
+	return metav1.PatchOptions{FieldManager: ApplyManager, Force: &force}
+}
+
+func statusOpts() metav1.PatchOptions {
+	return metav1.PatchOptions{FieldManager: StatusManager, Force: &force}
+}
+
+// withLastApplied adds kubectl's last-applied annotation: the applied object
+// without the annotation itself, as kubectl writes it.
+func withLastApplied(obj interface{ GetAnnotations() map[string]string }, setAnn func(map[string]string)) ([]byte, error) {
+	cfg, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	ann := map[string]string{}
+	for k, v := range obj.GetAnnotations() {
+		ann[k] = v
+	}
+	ann[LastAppliedAnnotation] = string(cfg) + "\n"
+	setAnn(ann)
+	return json.Marshal(obj)
+}
+
+func (s *seeder) pod(ctx context.Context, i int) error {
+	pod := podSpec(s.spec.Namespace, s.spec.Name, i, s.spec.PodEnv)
+	body, err := withLastApplied(pod, pod.SetAnnotations)
+	if err != nil {
+		return err
+	}
+	pods := s.cs.CoreV1().Pods(s.spec.Namespace)
+	if _, err := pods.Patch(ctx, pod.Name, types.ApplyPatchType, body, applyOpts()); err != nil {
+		return fmt.Errorf("apply pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	status, err := json.Marshal(podStatus(pod, i, s.now))
+	if err != nil {
+		return err
+	}
+	if _, err := pods.Patch(ctx, pod.Name, types.ApplyPatchType, status, statusOpts(), "status"); err != nil {
+		return fmt.Errorf("apply status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return nil
+}
+
+func (s *seeder) configMap(ctx context.Context, i int) error {
+	cm := &corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: objectMeta(s.spec, fmt.Sprintf("config-%05d", i)),
+		Data:       map[string]string{"config.yaml": filler("key", s.spec.ConfigMapBytes)},
+	}
+	body, err := withLastApplied(cm, cm.SetAnnotations)
+	if err != nil {
+		return err
+	}
+	cms := s.cs.CoreV1().ConfigMaps(s.spec.Namespace)
+	if _, err := cms.Patch(ctx, cm.Name, types.ApplyPatchType, body, applyOpts()); err != nil {
+		return fmt.Errorf("apply configmap %s/%s: %w", cm.Namespace, cm.Name, err)
+	}
+	return labelAsSecondManager(ctx, s, cms.Patch, "configmap", cm.Name)
+}
+
+func (s *seeder) secret(ctx context.Context, i int) error {
+	sec := &corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: objectMeta(s.spec, fmt.Sprintf("bundle-%05d", i)),
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{"bundle.pem": []byte(filler("cert", s.spec.SecretBytes))},
+	}
+	// No last-applied annotation on Secrets: it would copy the secret data.
+	body, err := json.Marshal(sec)
+	if err != nil {
+		return err
+	}
+	secs := s.cs.CoreV1().Secrets(s.spec.Namespace)
+	if _, err := secs.Patch(ctx, sec.Name, types.ApplyPatchType, body, applyOpts()); err != nil {
+		return fmt.Errorf("apply secret %s/%s: %w", sec.Namespace, sec.Name, err)
+	}
+	return labelAsSecondManager(ctx, s, secs.Patch, "secret", sec.Name)
+}
+
+type patchFunc[T any] func(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error)
+
+// labelAsSecondManager records a second manager on kinds without a status.
+func labelAsSecondManager[T any](ctx context.Context, s *seeder, patch patchFunc[T], kind, name string) error {
+	body := fmt.Sprintf(`{"apiVersion":"v1","kind":%q,"metadata":{"name":%q,"labels":{"cachetune.dev/checked":"true"},"annotations":{"cachetune.dev/checked-at":%q}}}`,
+		titleKind(kind), name, s.now.UTC().Format(time.RFC3339))
+	if _, err := patch(ctx, name, types.ApplyPatchType, []byte(body), statusOpts()); err != nil {
+		return fmt.Errorf("label %s %s/%s: %w", kind, s.spec.Namespace, name, err)
+	}
+	return nil
+}
+
+func titleKind(kind string) string {
+	switch kind {
+	case "configmap":
+		return "ConfigMap"
+	case "secret":
+		return "Secret"
+	}
+	return kind
+}
+
+func objectMeta(spec Spec, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:      name,
+		Namespace: spec.Namespace,
+		Labels: map[string]string{
+			LabelDataset:                   spec.Name,
+			"app.kubernetes.io/managed-by": "helm",
+			"app.kubernetes.io/part-of":    "shop",
+		},
+		Annotations: map[string]string{"meta.helm.sh/release-name": "shop", "meta.helm.sh/release-namespace": spec.Namespace},
+	}
+}
+
+// filler returns n bytes of line-structured text.
+func filler(word string, n int) string {
+	var b strings.Builder
+	b.Grow(n)
+	for i := 0; b.Len() < n; i++ {
+		fmt.Fprintf(&b, "%s-%06d: %s\n", word, i, "c2VjdGlvbiBvZiBhIGNvbmZpZ3VyYXRpb24gdmFsdWU=")
+	}
+	return b.String()[:n]
+}
+
+func ensureNamespace(ctx context.Context, cs kubernetes.Interface, ns string) error {
+	body := fmt.Sprintf(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":%q}}`, ns)
+	_, err := cs.CoreV1().Namespaces().Patch(ctx, ns, types.ApplyPatchType, []byte(body), applyOpts())
+	if err != nil {
+		return fmt.Errorf("ensure namespace %s: %w", ns, err)
+	}
+	return nil
+}
+
+// parallel runs write(i) for i in [0,n) on workers goroutines and stops at the
+// first error.
+func parallel(ctx context.Context, kind string, n, workers int, progress func(Progress), write func(context.Context, int) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	start := time.Now()
+	var next atomic.Int64
+	var mu sync.Mutex // serialises done and progress calls
+	done := 0
+	var wg sync.WaitGroup
+	for range min(workers, n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				if err := write(ctx, i); err != nil {
+					cancel(err)
+					return
+				}
+				mu.Lock()
+				done++
+				if progress != nil {
+					progress(Progress{Kind: kind, Done: done, Total: n, Elapsed: time.Since(start)})
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil {
+		return err
+	}
+	return nil
+}

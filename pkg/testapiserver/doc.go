@@ -1,0 +1,27 @@
+// Package testapiserver starts a real kube-apiserver, backed by an embedded etcd,
+// on 127.0.0.1 for tests and benchmarks: like envtest, but with nothing to
+// download. The server is built from Go modules (k8s.io/kubernetes v1.37.2) by the
+// nested module tools/kubeapiserver, so the library module itself never imports
+// k8s.io/kubernetes.
+//
+// One server per test binary is the intended use; give each test its own namespace:
+//
+//	var srv *testapiserver.Server
+//
+//	func TestMain(m *testing.M) {
+//		os.Exit(testapiserver.Main(m, testapiserver.Options{}, &srv))
+//	}
+//
+//	func TestSomething(t *testing.T) {
+//		ns := srv.NewNamespace(t)
+//		cs := kubernetes.NewForConfigOrDie(srv.Config)
+//		...
+//	}
+//
+// The first use builds the binary (about 8 minutes on 2 cores) into the checkout's
+// bin/ directory; later runs reuse it and a server is ready in a few seconds. Set
+// CACHETUNE_KUBE_APISERVER to use a binary built elsewhere.
+//
+// The kubeconfig holds two identities: AdminUser (system:masters) and
+// RestrictedUser (no role bindings), for tests of 403 handling.
+package testapiserver
