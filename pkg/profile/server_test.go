@@ -234,11 +234,11 @@ func TestTraceAndTextEndpoints(t *testing.T) {
 	}
 
 	for path, want := range map[string]int{
-		"/debug/pprof/nosuchprofile":         http.StatusNotFound,
-		"/debug/pprof/heap?seconds=abc":      http.StatusBadRequest,
+		"/debug/pprof/nosuchprofile":          http.StatusNotFound,
+		"/debug/pprof/heap?seconds=abc":       http.StatusBadRequest,
 		"/debug/pprof/heap?seconds=1&debug=1": http.StatusBadRequest,
-		"/debug/pprof/delta_heap?seconds=-1": http.StatusBadRequest,
-		"/debug/fgprof?format=svg":           http.StatusBadRequest,
+		"/debug/pprof/delta_heap?seconds=-1":  http.StatusBadRequest,
+		"/debug/fgprof?format=svg":            http.StatusBadRequest,
 	} {
 		if status, body := get(t, s, path); status != want {
 			t.Errorf("GET %s: status %d (%s), want %d", path, status, truncate(body), want)

@@ -162,6 +162,9 @@ func WatchSpikes(ctx context.Context, cfg SpikeConfig) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
+			if ctx.Err() != nil { // both were ready; stopping wins
+				return nil
+			}
 		}
 		s := ReadRuntime()
 		trig, ok := det.observe(s)
