@@ -25,6 +25,8 @@ func commands() []command {
 	return []command{
 		{"apiserver", "start the local kube-apiserver and keep it running (or only build it)", runAPIServer},
 		{"seed", "seed a dataset into a cluster, or clean it up", runSeed},
+		{"run", "measure every informer mode: heap per object, re-list peaks, scheduler latency", runRun},
+		{"child", "", runChild}, // hidden: one mode of `run`, in its own process
 	}
 }
 
@@ -75,6 +77,9 @@ Usage:
 Commands:
 `)
 	for _, c := range commands() {
+		if c.summary == "" { // hidden
+			continue
+		}
 		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
 	fmt.Fprint(w, `

@@ -1,0 +1,176 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Mode is one way of building an informer cache that cachebench measures. A mode
+// is a constructor and a few facts about it; adding one is a Register call.
+type Mode struct {
+	// Name is unique and stable, slash-separated from the general to the
+	// particular, e.g. "client-go/typed/stream". --modes matches it with globs.
+	Name string
+	// Title is a short human description, e.g. "client-go typed, protobuf".
+	Title string
+	// Streaming asks for streaming lists (WatchList). The child sets
+	// KUBE_FEATURE_WatchListClient from it before client-go reads the gate.
+	Streaming bool
+	// Supports reports whether the mode can cache a resource; nil means every
+	// resource.
+	Supports func(schema.GroupVersionResource) bool
+	// Start builds the cache and starts it; it must not wait for the sync. The
+	// cache stops when ctx ends or when Cache.Stop is called.
+	Start func(ctx context.Context, env Env) (Cache, error)
+}
+
+// Env is what a mode's constructor gets.
+type Env struct {
+	// Config reaches the server (through the parent's fault proxy) and counts
+	// the bytes received; modes must build their clients from it.
+	Config *rest.Config
+	// Namespace to cache; empty means all namespaces.
+	Namespace string
+	// Resource to cache, e.g. pods.
+	Resource schema.GroupVersionResource
+	// Handler must be added to the informer: it counts adds and updates, which
+	// is how the child sees that a re-list has been delivered.
+	Handler cache.ResourceEventHandler
+	// Streaming repeats Mode.Streaming for constructors that pass it on
+	// explicitly rather than through client-go's feature gate.
+	Streaming bool
+}
+
+// Cache is a started informer cache as the child sees it.
+type Cache struct {
+	// HasSynced reports whether the initial list has been delivered.
+	HasSynced func() bool
+	// Len is the number of objects in the store.
+	Len func() int
+	// ListPath reports the list path the library says it took ("streaming",
+	// "list"); nil or "" means the library does not say.
+	ListPath func() string
+	// Stop stops the informers and waits for them to end.
+	Stop func()
+}
+
+// Resource-selection helpers for Mode.Supports.
+var builtinResources = map[schema.GroupVersionResource]bool{
+	{Version: "v1", Resource: "pods"}:       true,
+	{Version: "v1", Resource: "configmaps"}: true,
+	{Version: "v1", Resource: "secrets"}:    true,
+}
+
+// BuiltinOnly is a Mode.Supports for modes that need a typed client: the
+// resources of cachebench's dataset that client-go's clientset knows.
+func BuiltinOnly(gvr schema.GroupVersionResource) bool { return builtinResources[gvr] }
+
+var registry struct {
+	sync.Mutex
+	modes []Mode
+}
+
+// Register adds a mode. It panics on a duplicate or incomplete mode: modes are
+// registered from init functions, where that is a programming error.
+func Register(m Mode) {
+	if m.Name == "" || m.Start == nil {
+		panic(fmt.Sprintf("bench: mode %q needs a name and a Start function", m.Name))
+	}
+	registry.Lock()
+	defer registry.Unlock()
+	for _, o := range registry.modes {
+		if o.Name == m.Name {
+			panic(fmt.Sprintf("bench: mode %q registered twice", m.Name))
+		}
+	}
+	registry.modes = append(registry.modes, m)
+}
+
+// RegisterBothListPaths registers m twice: as m.Name+"/stream" with streaming
+// lists and as m.Name+"/list" with plain LIST requests. Titles get ", streaming"
+// and ", LIST".
+func RegisterBothListPaths(m Mode) {
+	s, l := m, m
+	s.Name, s.Title, s.Streaming = m.Name+"/stream", m.Title+", streaming", true
+	l.Name, l.Title, l.Streaming = m.Name+"/list", m.Title+", LIST", false
+	Register(s)
+	Register(l)
+}
+
+// Modes returns every registered mode in registration order.
+func Modes() []Mode {
+	registry.Lock()
+	defer registry.Unlock()
+	return append([]Mode(nil), registry.modes...)
+}
+
+// Lookup returns the mode with this exact name.
+func Lookup(name string) (Mode, bool) {
+	for _, m := range Modes() {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return Mode{}, false
+}
+
+// Select returns the modes matching a comma-separated list of names or globs
+// ("*" matches any text including "/", "?" one character), in registration
+// order. An empty list selects every mode. A pattern that matches nothing is an
+// error, so that a typo is not a silently shorter run.
+func Select(patterns string) ([]Mode, error) {
+	all := Modes()
+	if strings.TrimSpace(patterns) == "" {
+		return all, nil
+	}
+	picked := make([]bool, len(all))
+	for _, p := range strings.Split(patterns, ",") {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		re := globRegexp(p)
+		n := 0
+		for i, m := range all {
+			if re.MatchString(m.Name) {
+				picked[i] = true
+				n++
+			}
+		}
+		if n == 0 {
+			return nil, fmt.Errorf("no mode matches %q (cachebench run --list-modes lists them)", p)
+		}
+	}
+	var out []Mode
+	for i, m := range all {
+		if picked[i] {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+// globRegexp turns a glob into an anchored regexp.
+func globRegexp(glob string) *regexp.Regexp {
+	var b strings.Builder
+	b.WriteString("^")
+	for _, r := range glob {
+		switch r {
+		case '*':
+			b.WriteString(".*")
+		case '?':
+			b.WriteString(".")
+		default:
+			b.WriteString(regexp.QuoteMeta(string(r)))
+		}
+	}
+	b.WriteString("$")
+	return regexp.MustCompile(b.String())
+}

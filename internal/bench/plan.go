@@ -1,0 +1,85 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Plan is how a mode is measured: the same for every mode of a run.
+type Plan struct {
+	// Relists is the number of forced re-lists.
+	Relists int `json:"relists"`
+	// Settle is how long to wait after the sync and after each re-list has
+	// delivered every object, before taking the live heap: the tail of a spike
+	// (garbage not yet collected) belongs to the window.
+	Settle Duration `json:"settle"`
+	// Idle is the quiet window after the sync that re-list latencies are
+	// compared with.
+	Idle Duration `json:"idle"`
+	// SampleEvery is the heap and RSS sampling interval.
+	SampleEvery Duration `json:"sampleEvery"`
+	// ProbeEvery is the probe goroutine's sleep.
+	ProbeEvery Duration `json:"probeEvery"`
+	// SyncTimeout bounds the initial sync, RelistTimeout each re-list.
+	SyncTimeout   Duration `json:"syncTimeout"`
+	RelistTimeout Duration `json:"relistTimeout"`
+	// SeriesPoints is the number of points kept for a mode's chart.
+	SeriesPoints int `json:"seriesPoints"`
+}
+
+// DefaultPlan is cachebench's standard measurement: two re-lists, short
+// windows, so that the whole default mode set runs in a few minutes.
+func DefaultPlan() Plan {
+	return Plan{
+		Relists:       2,
+		Settle:        Duration(time.Second),
+		Idle:          Duration(3 * time.Second),
+		SampleEvery:   Duration(5 * time.Millisecond),
+		ProbeEvery:    Duration(time.Millisecond),
+		SyncTimeout:   Duration(10 * time.Minute),
+		RelistTimeout: Duration(5 * time.Minute),
+		SeriesPoints:  300,
+	}
+}
+
+// Validate reports a plan that cannot be run.
+func (p Plan) Validate() error {
+	switch {
+	case p.Relists < 0:
+		return fmt.Errorf("re-lists must not be negative, got %d", p.Relists)
+	case p.SampleEvery <= 0 || p.ProbeEvery <= 0:
+		return fmt.Errorf("sample and probe intervals must be positive")
+	case p.Settle < 0 || p.Idle < 0:
+		return fmt.Errorf("settle and idle windows must not be negative")
+	case p.SyncTimeout <= 0 || p.RelistTimeout <= 0:
+		return fmt.Errorf("time-outs must be positive")
+	case p.SeriesPoints < 3:
+		return fmt.Errorf("a series needs at least 3 points, got %d", p.SeriesPoints)
+	}
+	return nil
+}
+
+// Duration is a time.Duration written as "1.5s" in JSON, so that a report
+// reads without unit arithmetic.
+type Duration time.Duration
+
+// D returns the time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// MarshalJSON writes the duration as a Go duration string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON reads a Go duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration must be a string like \"1.5s\": %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}

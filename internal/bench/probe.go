@@ -1,0 +1,76 @@
+package bench
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Lateness is one wake-up of the probe goroutine.
+type Lateness struct {
+	// T is when the probe woke, since the measurement started.
+	T time.Duration
+	// Late is how long after its intended wake-up it ran.
+	Late time.Duration
+}
+
+// Probe is a goroutine that sleeps for a fixed interval in a loop and records how
+// late each wake-up is: actual wake minus intended wake. It is what a health
+// probe handler or a lease renewal in a controller experiences when the process
+// is busy decoding a list or collecting garbage.
+type Probe struct {
+	start   time.Time
+	samples series[Lateness]
+	done    chan struct{}
+	wg      sync.WaitGroup
+}
+
+// StartProbe starts the probe with times measured from start, until ctx ends or
+// Stop is called.
+func StartProbe(ctx context.Context, start time.Time, interval time.Duration) *Probe {
+	p := &Probe{start: start, done: make(chan struct{})}
+	p.wg.Go(func() { p.loop(ctx, interval) })
+	return p
+}
+
+func (p *Probe) loop(ctx context.Context, interval time.Duration) {
+	for {
+		intended := time.Now().Add(interval)
+		time.Sleep(interval)
+		woke := time.Now()
+		p.samples.add(Lateness{T: woke.Sub(p.start), Late: lateness(intended, woke)})
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.done:
+			return
+		default:
+		}
+	}
+}
+
+// lateness is actual wake minus intended wake, never negative.
+func lateness(intended, woke time.Time) time.Duration {
+	return max(0, woke.Sub(intended))
+}
+
+// Stop stops the probe and waits for it to end. It is safe to call once.
+func (p *Probe) Stop() {
+	close(p.done)
+	p.wg.Wait()
+}
+
+// Window summarises the wake-ups in [from, to].
+func (p *Probe) Window(from, to time.Duration) ProbeStats {
+	var late []time.Duration
+	p.samples.each(func(l Lateness) bool {
+		if l.T > to {
+			return false
+		}
+		if l.T >= from {
+			late = append(late, l.Late)
+		}
+		return true
+	})
+	return probeStats(late)
+}

@@ -1,0 +1,236 @@
+package bench
+
+import (
+	"time"
+)
+
+// Report is everything one cachebench run measured. It is what --json writes
+// and what the table and the HTML report are rendered from.
+type Report struct {
+	// Schema is the version of this format.
+	Schema      int         `json:"schema"`
+	Started     time.Time   `json:"started"`
+	Finished    time.Time   `json:"finished"`
+	Environment Environment `json:"environment"`
+	Plan        Plan        `json:"plan"`
+	Datasets    []Dataset   `json:"datasets"`
+	Results     []Result    `json:"results"`
+}
+
+// ReportSchema is the current Report.Schema.
+const ReportSchema = 1
+
+// Environment says where the figures come from.
+type Environment struct {
+	// Target is "local kube-apiserver" or the host of the cluster measured.
+	Target        string `json:"target"`
+	ServerVersion string `json:"serverVersion,omitempty"`
+	GoVersion     string `json:"goVersion"`
+	ClientGo      string `json:"clientGo,omitempty"`
+	OS            string `json:"os"`
+	Arch          string `json:"arch"`
+	CPUs          int    `json:"cpus"`
+	// GOGC and GOMEMLIMIT are what the children ran with ("" = Go's default).
+	GOGC       string `json:"gogc,omitempty"`
+	GOMEMLIMIT string `json:"gomemlimit,omitempty"`
+}
+
+// Dataset describes the objects of one resource that the modes cached.
+type Dataset struct {
+	Resource  string `json:"resource"`
+	Namespace string `json:"namespace,omitempty"`
+	Count     int    `json:"count"`
+	// Mean serialized sizes in bytes (0 when not measured).
+	JSONBytes          float64 `json:"jsonBytes,omitempty"`
+	ProtobufBytes      float64 `json:"protobufBytes,omitempty"`
+	ManagedFieldsBytes float64 `json:"managedFieldsBytes,omitempty"`
+	LastAppliedBytes   float64 `json:"lastAppliedBytes,omitempty"`
+	// Seeded is true when cachebench created the objects for this run.
+	Seeded bool `json:"seeded"`
+}
+
+// Result is the measurement of one mode on one resource, taken in its own
+// process.
+type Result struct {
+	Mode      string `json:"mode"`
+	Title     string `json:"title"`
+	Resource  string `json:"resource"`
+	Streaming bool   `json:"streaming"`
+	// Error is set when the mode failed; the figures are then partial.
+	Error string `json:"error,omitempty"`
+
+	// Objects is the number of objects in the store after the sync.
+	Objects int `json:"objects"`
+	// SyncSeconds is the time from starting the informer to HasSynced.
+	SyncSeconds float64 `json:"syncSeconds"`
+
+	// BaselineHeap is the live heap before the cache started (after a GC).
+	BaselineHeap uint64 `json:"baselineHeapBytes"`
+	// LiveHeap is the live heap after the sync (after a GC).
+	LiveHeap uint64 `json:"liveHeapBytes"`
+	// LiveRSS is the RSS right after that GC.
+	LiveRSS uint64 `json:"liveRSSBytes"`
+	// BytesPerObject is (LiveHeap - BaselineHeap) / Objects: what the cache
+	// costs per object, without the process's fixed cost.
+	BytesPerObject float64 `json:"bytesPerObject"`
+
+	// InitialSync covers the time from the informer's start to a short settle
+	// after HasSynced.
+	InitialSync Window `json:"initialSync"`
+	// Idle is a quiet window after the sync.
+	Idle Window `json:"idle"`
+	// Relists are the forced re-lists, in order.
+	Relists []Relist `json:"relists"`
+	// Whole covers the run from the informer's start to the end.
+	Whole Window `json:"whole"`
+
+	// BytesReceived is the response body bytes the child read from the server
+	// (after any transport decompression); SyncBytes those read until the sync.
+	BytesReceived int64 `json:"bytesReceived"`
+	SyncBytes     int64 `json:"syncBytes"`
+
+	// ListPath is which list path was taken.
+	ListPath ListPath `json:"listPath"`
+
+	// Series is the heap and RSS over time, downsampled for charts.
+	Series Series `json:"series"`
+	// Markers are the moments the charts mark.
+	Markers []Marker `json:"markers"`
+}
+
+// Window is what was measured between two moments.
+type Window struct {
+	// StartSeconds and EndSeconds are offsets from the measurement's start.
+	StartSeconds float64 `json:"startSeconds"`
+	EndSeconds   float64 `json:"endSeconds"`
+	// PeakHeap and PeakRSS are the highest samples in the window.
+	PeakHeap uint64 `json:"peakHeapBytes"`
+	PeakRSS  uint64 `json:"peakRSSBytes"`
+	// PeakRatio is PeakHeap divided by the live heap after the sync.
+	PeakRatio float64 `json:"peakRatio"`
+	// Probe is the 1 ms probe goroutine's lateness.
+	Probe LatencyStats `json:"probe"`
+	// Runtime is what runtime/metrics recorded.
+	Runtime RuntimeStats `json:"runtime"`
+}
+
+// Relist is one forced re-list.
+type Relist struct {
+	Index int    `json:"index"`
+	Error string `json:"error,omitempty"`
+	// WatchesEnded is how many watch streams the proxy ended with a 410.
+	WatchesEnded int `json:"watchesEnded"`
+	// Seconds is from the first list request after the 410 until every
+	// object had been delivered again.
+	Seconds float64 `json:"seconds"`
+	// Updates is the number of update events delivered in the re-list.
+	Updates int `json:"updates"`
+	// LiveHeapAfter is the live heap after the re-list settled (after a GC).
+	LiveHeapAfter uint64 `json:"liveHeapAfterBytes"`
+	// BytesReceived in the re-list window.
+	BytesReceived int64 `json:"bytesReceived"`
+	// Window runs from just before the 410 to a settle after the re-list.
+	Window Window `json:"window"`
+}
+
+// ListPath reports the list path seen by the server and by the library.
+type ListPath struct {
+	// Server counts what the parent's proxy saw for the resource.
+	Server Requests `json:"server"`
+	// Client counts what the child's transport sent.
+	Client Requests `json:"client"`
+	// Library is what the library reported, "unknown" when it does not say.
+	Library string `json:"library"`
+}
+
+// Requests counts list-path requests.
+type Requests struct {
+	List      int `json:"list"`
+	WatchList int `json:"watchList"`
+	Watch     int `json:"watch"`
+}
+
+// Path names the list path these requests show: "streaming", "LIST", both
+// with counts when a streaming list fell back, or "none".
+func (r Requests) Path() string {
+	switch {
+	case r.WatchList > 0 && r.List == 0:
+		return "streaming"
+	case r.List > 0 && r.WatchList == 0:
+		return "LIST"
+	case r.List > 0 && r.WatchList > 0:
+		return "mixed"
+	}
+	return "none"
+}
+
+// Series is a downsampled heap-over-time series in columns.
+type Series struct {
+	Seconds []float64 `json:"seconds"`
+	Heap    []uint64  `json:"heapBytes"`
+	RSS     []uint64  `json:"rssBytes"`
+}
+
+// Marker is a labelled moment on the time axis.
+type Marker struct {
+	Seconds float64 `json:"seconds"`
+	Label   string  `json:"label"`
+}
+
+// RelistPeakRatio is the highest re-list peak over the live heap, 0 without
+// re-lists.
+func (r Result) RelistPeakRatio() float64 {
+	var m float64
+	for _, rl := range r.Relists {
+		m = max(m, rl.Window.PeakRatio)
+	}
+	return m
+}
+
+// RelistProbeMax is the worst probe lateness in any re-list, in ms.
+func (r Result) RelistProbeMax() float64 {
+	var m float64
+	for _, rl := range r.Relists {
+		m = max(m, rl.Window.Probe.Max)
+	}
+	return m
+}
+
+// RelistSchedP99 is the highest scheduler-latency p99 of any re-list, in ms.
+func (r Result) RelistSchedP99() float64 {
+	var m float64
+	for _, rl := range r.Relists {
+		m = max(m, rl.Window.Runtime.Sched.P99)
+	}
+	return m
+}
+
+// GCCPUFraction is the share of available CPU spent on GC during the initial
+// sync and the re-lists together (the windows where the cache does work; the
+// GCs cachebench forces to read the live heap fall outside them).
+func (r Result) GCCPUFraction() float64 {
+	gc, total := r.InitialSync.Runtime.GCCPUSeconds, r.InitialSync.Runtime.AvailableCPUSeconds
+	for _, rl := range r.Relists {
+		gc += rl.Window.Runtime.GCCPUSeconds
+		total += rl.Window.Runtime.AvailableCPUSeconds
+	}
+	if total == 0 {
+		return 0
+	}
+	return gc / total
+}
+
+// seriesOf turns samples into columns.
+func seriesOf(samples []MemSample) Series {
+	s := Series{
+		Seconds: make([]float64, len(samples)),
+		Heap:    make([]uint64, len(samples)),
+		RSS:     make([]uint64, len(samples)),
+	}
+	for i, m := range samples {
+		s.Seconds[i] = m.T.Seconds()
+		s.Heap[i] = m.Heap
+		s.RSS[i] = m.RSS
+	}
+	return s
+}

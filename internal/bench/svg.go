@@ -1,0 +1,168 @@
+package bench
+
+import (
+	"fmt"
+	"html/template"
+	"math"
+	"strings"
+)
+
+// The charts are inline SVG written here, so that the report opens offline
+// with no script or library: a bar chart and a heap-over-time line chart.
+
+// palette is colour-blind friendly (Okabe-Ito).
+var palette = []string{"#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00"}
+
+// barRow is one labelled group of bars, one value per series.
+type barRow struct {
+	Label  string
+	Values []float64
+}
+
+const (
+	barLabelW = 300
+	barAreaW  = 360
+	barH      = 12
+	barGap    = 2
+	rowGap    = 8
+)
+
+// barChart draws horizontal grouped bars. series names the values of a row
+// (the legend); format writes a value next to its bar.
+func barChart(rows []barRow, series []string, format func(float64) string) template.HTML {
+	var maxV float64
+	for _, r := range rows {
+		for _, v := range r.Values {
+			if !math.IsNaN(v) {
+				maxV = max(maxV, v)
+			}
+		}
+	}
+	if maxV == 0 {
+		maxV = 1
+	}
+	n := len(series)
+	rowH := n*(barH+barGap) + rowGap
+	top := 24
+	w := barLabelW + barAreaW + 80
+	h := top + len(rows)*rowH + 4
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`, w, h, w, h)
+	for i, s := range series {
+		x := barLabelW + i*150
+		fmt.Fprintf(&b, `<rect x="%d" y="4" width="12" height="12" fill="%s"/><text x="%d" y="14">%s</text>`, x, color(i), x+16, esc(s))
+	}
+	for ri, r := range rows {
+		y0 := top + ri*rowH
+		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end">%s</text>`, barLabelW-8, y0+n*(barH+barGap)/2+4, esc(r.Label))
+		for si, v := range r.Values {
+			y := y0 + si*(barH+barGap)
+			if math.IsNaN(v) {
+				fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#777">n/a</text>`, barLabelW+4, y+barH-2)
+				continue
+			}
+			bw := v / maxV * barAreaW
+			fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%.1f" height="%d" fill="%s"><title>%s: %s</title></rect>`,
+				barLabelW, y, bw, barH, color(si), esc(series[si]), esc(format(v)))
+			fmt.Fprintf(&b, `<text x="%.1f" y="%d">%s</text>`, float64(barLabelW)+bw+4, y+barH-2, esc(format(v)))
+		}
+	}
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String())
+}
+
+const (
+	lineW, lineH                         = 720, 230
+	padLeft, padRight, padTop, padBottom = 56, 12, 30, 32
+	plotW, plotH                         = lineW - padLeft - padRight, lineH - padTop - padBottom
+)
+
+// heapChart draws one mode's heap (solid) and RSS (dashed) over time in MiB,
+// the live heap after the sync (dotted), and a vertical line at each marker.
+func heapChart(res Result) template.HTML {
+	s := res.Series
+	if len(s.Seconds) == 0 {
+		return template.HTML(`<p class="na">no samples</p>`)
+	}
+	tMax := s.Seconds[len(s.Seconds)-1]
+	if tMax <= 0 {
+		tMax = 1
+	}
+	var yMax float64
+	for i := range s.Seconds {
+		yMax = max(yMax, mib(s.Heap[i]), mib(s.RSS[i]))
+	}
+	yStep := niceStep(yMax / 4)
+	yMax = math.Max(yStep, math.Ceil(yMax/yStep)*yStep)
+	xStep := niceStep(tMax / 8)
+	x := func(t float64) float64 { return padLeft + t/tMax*plotW }
+	y := func(v float64) float64 { return padTop + plotH - v/yMax*plotH }
+
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="11">`, lineW, lineH, lineW, lineH)
+	// Axes and grid.
+	for v := 0.0; v <= yMax+yStep/2; v += yStep {
+		fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#ddd"/><text x="%d" y="%.1f" text-anchor="end">%s</text>`,
+			padLeft, padLeft+plotW, y(v), y(v), padLeft-4, y(v)+4, trimFloat(v))
+	}
+	for t := 0.0; t <= tMax+xStep/100; t += xStep {
+		fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%s</text>`, x(t), padTop+plotH+14, trimFloat(t))
+	}
+	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">seconds</text>`, padLeft+plotW/2, lineH-4)
+	fmt.Fprintf(&b, `<text x="12" y="%d" transform="rotate(-90 12 %d)" text-anchor="middle">MiB</text>`, padTop+plotH/2, padTop+plotH/2)
+	// Markers, labels staggered so that neighbours do not overlap.
+	for i, m := range res.Markers {
+		mx := x(m.Seconds)
+		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="#D55E00" stroke-dasharray="2,2"/>`, mx, mx, padTop-4, padTop+plotH)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%d" fill="#D55E00" text-anchor="middle">%s</text>`, mx, 10+(i%2)*11, esc(m.Label))
+	}
+	// Live heap after the sync.
+	if res.LiveHeap > 0 {
+		ly := y(mib(res.LiveHeap))
+		fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#009E73" stroke-dasharray="1,3"/><text x="%d" y="%.1f" fill="#009E73" text-anchor="end">live</text>`,
+			padLeft, padLeft+plotW, ly, ly, padLeft+plotW, ly-3)
+	}
+	line := func(vals []uint64, stroke, dash string) {
+		b.WriteString(`<polyline fill="none" stroke="` + stroke + `" stroke-width="1.5"` + dash + ` points="`)
+		for i, t := range s.Seconds {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			fmt.Fprintf(&b, "%.1f,%.1f", x(t), y(mib(vals[i])))
+		}
+		b.WriteString(`"/>`)
+	}
+	line(s.RSS, "#999", ` stroke-dasharray="4,3"`)
+	line(s.Heap, palette[0], "")
+	fmt.Fprintf(&b, `<text x="%d" y="%d" fill="%s">heap</text><text x="%d" y="%d" fill="#777">RSS (dashed)</text>`,
+		padLeft+6, padTop+12, palette[0], padLeft+44, padTop+12)
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String())
+}
+
+// niceStep rounds a raw step up to 1, 2 or 5 times a power of ten.
+func niceStep(raw float64) float64 {
+	if raw <= 0 || math.IsNaN(raw) || math.IsInf(raw, 0) {
+		return 1
+	}
+	p := math.Pow(10, math.Floor(math.Log10(raw)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if m*p >= raw {
+			return m * p
+		}
+	}
+	return 10 * p
+}
+
+func trimFloat(v float64) string {
+	s := fmt.Sprintf("%.2f", v)
+	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	if s == "-0" {
+		return "0"
+	}
+	return s
+}
+
+func color(i int) string { return palette[i%len(palette)] }
+
+func esc(s string) string { return template.HTMLEscapeString(s) }
