@@ -1,0 +1,321 @@
+package faults
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"slices"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/rest"
+)
+
+// Proxy is a plain-HTTP reverse proxy in front of a Kubernetes API server that
+// applies faults to the requests its rules select, and counts every request.
+// Its methods are safe for concurrent use.
+type Proxy struct {
+	url       string
+	server    *http.Server
+	transport *http.Transport
+	rp        *httputil.ReverseProxy
+	ctx       context.Context // every request's context derives from it
+	cancel    context.CancelFunc
+	served    chan struct{} // closed when Serve returns
+
+	mu       sync.Mutex
+	closed   bool
+	handlers sync.WaitGroup
+	rules    []*ruleState
+	streams  map[*streamBody]request
+	counts   Counts
+}
+
+// Start starts a proxy on 127.0.0.1 (a free port) that forwards to the API
+// server upstream points at. It connects upstream with upstream's TLS
+// settings but without its credentials (bearer token, basic auth, client
+// certificate, exec or auth provider): each client's own Authorization header
+// passes through, so the server sees the client's identity, not the proxy's.
+// Identities that authenticate by client certificate cannot pass through a
+// plain-HTTP proxy; use token identities behind it.
+//
+// Clients reach the proxy with Config. Close stops it.
+func Start(upstream *rest.Config) (*Proxy, error) {
+	target, err := url.Parse(upstream.Host)
+	if err != nil {
+		return nil, fmt.Errorf("parse upstream host %q: %w", upstream.Host, err)
+	}
+	if target.Scheme == "" {
+		target.Scheme = "https"
+	}
+	anon := rest.AnonymousClientConfig(upstream) // keeps TLS, drops credentials
+	anon.CertData, anon.KeyData, anon.CertFile, anon.KeyFile = nil, nil, "", ""
+	tlsConfig, err := rest.TLSConfigFor(anon)
+	if err != nil {
+		return nil, fmt.Errorf("upstream TLS: %w", err)
+	}
+	// The proxy owns its transport rather than taking client-go's shared one
+	// (rest.TransportFor caches transports per TLS configuration), so that
+	// Close can close its connections without touching anyone else's.
+	transport := &http.Transport{
+		TLSClientConfig: tlsConfig,
+		// HTTP/1.1 upstream: one connection per request in flight, so that a
+		// cancelled stream closes its own connection at once and Close leaves
+		// no HTTP/2 connection behind that an ending stream still held.
+		TLSNextProto:        map[string]func(string, *tls.Conn) http.RoundTripper{},
+		MaxIdleConnsPerHost: 100,
+		IdleConnTimeout:     90 * time.Second,
+		// The proxy reads watch frames, so it wants bodies as encoded, not
+		// gzipped; it also drops the client's Accept-Encoding (see rewrite).
+		DisableCompression: true,
+	}
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &Proxy{
+		url:       "http://" + l.Addr().String(),
+		transport: transport,
+		ctx:       ctx,
+		cancel:    cancel,
+		served:    make(chan struct{}),
+		streams:   map[*streamBody]request{},
+		counts:    newCounts(time.Now()),
+	}
+	quiet := log.New(io.Discard, "", 0)
+	p.rp = &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.Out.Host = target.Host
+			pr.Out.Header.Del("Accept-Encoding")
+		},
+		Transport:      transport,
+		FlushInterval:  -1, // stream watch events as they come, never buffer
+		ModifyResponse: p.modifyResponse,
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			w.WriteHeader(http.StatusBadGateway)
+		},
+		ErrorLog: quiet,
+	}
+	p.server = &http.Server{
+		Handler:     p,
+		BaseContext: func(net.Listener) context.Context { return ctx },
+		ErrorLog:    quiet,
+	}
+	go func() {
+		defer close(p.served)
+		_ = p.server.Serve(l)
+	}()
+	return p, nil
+}
+
+// URL is the proxy's base URL, http://127.0.0.1:port.
+func (p *Proxy) URL() string { return p.url }
+
+// Config returns a copy of c that talks to the API server through the proxy:
+// Host is the proxy's URL and the TLS settings are cleared, while the bearer
+// token (or token file) is kept, so requests keep c's identity.
+func (p *Proxy) Config(c *rest.Config) *rest.Config {
+	out := rest.CopyConfig(c)
+	out.Host = p.url
+	out.APIPath = c.APIPath
+	out.TLSClientConfig = rest.TLSClientConfig{}
+	out.Transport = nil
+	out.Proxy = nil
+	return out
+}
+
+// Close stops the proxy: it ends every request in flight (stalled ones too),
+// waits for their handlers to return and closes its upstream connections.
+// No goroutine of the proxy is left when it returns.
+func (p *Proxy) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	p.mu.Unlock()
+
+	p.cancel()
+	err := p.server.Close()
+	<-p.served
+	p.handlers.Wait()
+	p.transport.CloseIdleConnections()
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+// AddRule adds r after the rules already there and returns a function that
+// removes it again (calling it twice is harmless). Requests already in flight
+// keep the fault they were given.
+func (p *Proxy) AddRule(r Rule) (remove func()) {
+	rs := &ruleState{Rule: r}
+	p.mu.Lock()
+	p.rules = append(p.rules, rs)
+	p.mu.Unlock()
+	return func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.rules = slices.DeleteFunc(p.rules, func(x *ruleState) bool { return x == rs })
+	}
+}
+
+// EndWatches acts at once on the live watch streams (Watch and WatchList)
+// that m selects, at their next frame boundary, and returns how many it acted
+// on:
+//
+//   - Gone (or GoneAfterEvents) writes an ERROR event with a 410 Expired
+//     Status and ends the stream, as the server does when the watch's
+//     resourceVersion has been compacted; Status(code, _) does the same with
+//     that code.
+//   - Cut aborts the connection; Truncate ends the stream cleanly, as the
+//     server's watch time-out does.
+//   - Malformed writes a frame that cannot be decoded.
+//   - Stall stops forwarding events but keeps the connection open.
+//
+// Streams whose encoding has no known framing (neither JSON nor protobuf)
+// are not counted.
+func (p *Proxy) EndWatches(m Match, f Fault) int {
+	p.mu.Lock()
+	var hit []*streamBody
+	for s, r := range p.streams {
+		if m.matches(r) {
+			hit = append(hit, s)
+		}
+	}
+	p.counts.Faulted += len(hit)
+	p.mu.Unlock()
+	for _, s := range hit {
+		s.inject(f)
+	}
+	return len(hit)
+}
+
+// Counts returns a copy of the counts since Start or the last ResetCounts.
+func (p *Proxy) Counts() Counts {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.counts.clone()
+}
+
+// ResetCounts starts counting afresh from now; PerSecond restarts at second 0.
+func (p *Proxy) ResetCounts() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.counts = newCounts(time.Now())
+}
+
+// call is what ServeHTTP hands to modifyResponse about one request.
+type call struct {
+	req     request
+	fault   Fault
+	client  context.Context
+	abortUp context.CancelFunc
+}
+
+type callKey struct{}
+
+// ServeHTTP counts the request, picks its fault, and answers it: statuses and
+// Gone on plain requests without contacting the server, everything else by
+// forwarding and shaping the response.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	req := describe(r)
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
+	p.handlers.Add(1)
+	defer p.handlers.Done()
+	p.counts.add(req, time.Now())
+	var f Fault
+	for _, rs := range p.rules {
+		if rs.matches(req) && rs.fire() {
+			f = rs.Fault
+			p.counts.Faulted++
+			break
+		}
+	}
+	p.mu.Unlock()
+
+	switch {
+	case f.kind == status,
+		(f.kind == gone || f.kind == goneAfterEvents) && !req.Verb.streaming():
+		n := writeStatus(w, statusFor(f, req))
+		p.addBytes(n)
+		return
+	}
+
+	upCtx, abortUp := context.WithCancel(r.Context())
+	defer abortUp()
+	c := &call{req: req, fault: f, client: r.Context(), abortUp: abortUp}
+	p.rp.ServeHTTP(w, r.WithContext(context.WithValue(upCtx, callKey{}, c)))
+}
+
+func (p *Proxy) addBytes(n int) {
+	p.mu.Lock()
+	p.counts.BytesToClient += int64(n)
+	p.mu.Unlock()
+}
+
+// modifyResponse wraps the upstream body with the request's fault: frame by
+// frame for a watch stream, byte by byte otherwise, and counts what passes.
+func (p *Proxy) modifyResponse(resp *http.Response) error {
+	c := resp.Request.Context().Value(callKey{}).(*call)
+	enc := encodingOf(resp.Header.Get("Content-Type"))
+	body := resp.Body
+	lengthChanges := false
+
+	if c.req.Verb.streaming() && resp.StatusCode == http.StatusOK && enc != encOther {
+		sb := newStreamBody(body, enc, c.req, c.fault, c.client, c.abortUp)
+		p.mu.Lock()
+		p.streams[sb] = c.req
+		p.mu.Unlock()
+		body = &unregister{ReadCloser: sb, done: func() {
+			p.mu.Lock()
+			delete(p.streams, sb)
+			p.mu.Unlock()
+		}}
+	} else if c.fault.kind == malformed {
+		_ = body.Close()
+		body = io.NopCloser(bytes.NewReader(garbageBody(enc)))
+		lengthChanges = true
+	}
+	switch c.fault.kind {
+	case stall, cut, truncate, slow:
+		body = &shapedBody{ReadCloser: body, fault: c.fault, client: c.client}
+		lengthChanges = lengthChanges || c.fault.kind == truncate
+	}
+	if lengthChanges {
+		resp.Header.Del("Content-Length")
+		resp.ContentLength = -1
+	}
+	resp.Body = &countingBody{ReadCloser: body, add: p.addBytes}
+	return nil
+}
+
+// unregister runs done once when the body is closed.
+type unregister struct {
+	io.ReadCloser
+	once sync.Once
+	done func()
+}
+
+func (u *unregister) Close() error {
+	u.once.Do(u.done)
+	return u.ReadCloser.Close()
+}
