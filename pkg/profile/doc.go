@@ -24,7 +24,7 @@
 //
 //	go tool pprof http://localhost:6060/debug/pprof/heap
 //	go tool pprof http://localhost:6060/debug/fgprof?seconds=10
-//	go tool pprof -base ... http://localhost:6060/debug/pprof/delta_heap?seconds=60
+//	go tool pprof http://localhost:6060/debug/pprof/delta_heap?seconds=60
 //
 // # Continuous profiling and labels
 //
