@@ -95,7 +95,11 @@ func WithPyroscope(cfg PyroscopeConfig) Option {
 
 // WithLogger sets where the server reports errors that have no caller to
 // return to: a failed Pyroscope upload, a listener that stopped. The default
-// is slog.Default().
+// is slog.Default(); nil keeps it.
 func WithLogger(l *slog.Logger) Option {
-	return func(o *options) { o.logger = l }
+	return func(o *options) {
+		if l != nil {
+			o.logger = l
+		}
+	}
 }

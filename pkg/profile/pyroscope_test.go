@@ -2,6 +2,7 @@ package profile_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"mime"
 	"mime/multipart"
@@ -175,7 +176,7 @@ func TestPyroscopeUploadsTaggedProfiles(t *testing.T) {
 	// A second session in the same process is refused: the CPU profiler is
 	// process-wide.
 	if _, err := cprofile.Start(t.Context(), cprofile.WithAddr("127.0.0.1:0"),
-		cprofile.WithPyroscope(cprofile.PyroscopeConfig{ApplicationName: "other", ServerAddress: srv.URL})); err != cprofile.ErrPyroscopeRunning {
+		cprofile.WithPyroscope(cprofile.PyroscopeConfig{ApplicationName: "other", ServerAddress: srv.URL})); !errors.Is(err, cprofile.ErrPyroscopeRunning) {
 		t.Errorf("second Pyroscope session: err %v, want ErrPyroscopeRunning", err)
 	}
 

@@ -51,7 +51,8 @@ func (h Histogram) Count() uint64 {
 
 // Quantile returns an estimate of the q-quantile (0 <= q <= 1), in the
 // histogram's unit, by linear interpolation inside the bucket that holds the
-// q-th sample. q is clamped to [0, 1]; an empty histogram gives 0.
+// q-th sample. q is clamped to [0, 1] (NaN counts as 0); an empty histogram
+// gives 0.
 //
 // An infinite edge cannot be interpolated against, so a sample in the -Inf or
 // +Inf edge bucket is reported at that bucket's finite edge: the result never
