@@ -1,0 +1,86 @@
+package bench
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/cachetune/cachetune/internal/leakcheck"
+)
+
+func TestLateness(t *testing.T) {
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name           string
+		intended, woke time.Time
+		want           time.Duration
+	}{
+		{"on time", base, base, 0},
+		{"late", base, base.Add(3 * time.Millisecond), 3 * time.Millisecond},
+		{"early is on time", base, base.Add(-time.Microsecond), 0},
+	} {
+		if got := lateness(tc.intended, tc.woke); got != tc.want {
+			t.Errorf("%s: lateness = %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestProbeStats(t *testing.T) {
+	msd := func(v ...float64) []time.Duration {
+		out := make([]time.Duration, len(v))
+		for i, x := range v {
+			out[i] = time.Duration(x * float64(time.Millisecond))
+		}
+		return out
+	}
+	hundred := make([]float64, 100)
+	for i := range hundred {
+		hundred[i] = float64(i + 1) // 1..100 ms, shuffled below
+	}
+	hundred[0], hundred[99] = hundred[99], hundred[0]
+	for _, tc := range []struct {
+		name string
+		in   []time.Duration
+		want LatencyStats
+	}{
+		{"empty", nil, LatencyStats{}},
+		{"one", msd(2), LatencyStats{Count: 1, P50: 2, P99: 2, Max: 2}},
+		{"1..100 ms", msd(hundred...), LatencyStats{Count: 100, P50: 50, P99: 99, Max: 100}},
+		{"one stall", msd(0.1, 0.1, 0.1, 40), LatencyStats{Count: 4, P50: 0.1, P99: 40, Max: 40}},
+	} {
+		if diff := cmp.Diff(tc.want, probeStats(tc.in)); diff != "" {
+			t.Errorf("%s: probeStats (-want +got):\n%s", tc.name, diff)
+		}
+	}
+}
+
+func TestProbeWindowSelectsByTime(t *testing.T) {
+	p := &Probe{}
+	for i, late := range []time.Duration{1, 2, 30, 4, 5} {
+		p.samples.add(Lateness{T: time.Duration(i+1) * time.Second, Late: late * time.Millisecond})
+	}
+	got := p.Window(2*time.Second, 4*time.Second) // 2, 30, 4
+	want := LatencyStats{Count: 3, P50: 4, P99: 30, Max: 30}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Window (-want +got):\n%s", diff)
+	}
+}
+
+// TestProbeRuns checks the live probe: at rest its wake-ups come about every
+// interval, and a goroutine hogging the only P makes them late.
+func TestProbeRuns(t *testing.T) {
+	leakcheck.Check(t)
+	start := time.Now()
+	p := StartProbe(context.Background(), start, time.Millisecond)
+	time.Sleep(100 * time.Millisecond)
+	p.Stop()
+	st := p.Window(0, time.Since(start))
+	if st.Count < 20 || st.Count > 110 {
+		t.Errorf("probe woke %d times in 100 ms at 1 ms, want 20..110", st.Count)
+	}
+	if st.P50 > 50 {
+		t.Errorf("median lateness %.1f ms at rest, want well under 50 ms", st.P50)
+	}
+}
