@@ -36,8 +36,8 @@ func TestDownsample(t *testing.T) {
 			n: 4, // first, two buckets of inner samples 1..8, last
 			want: []MemSample{
 				{T: 0, Heap: 10, RSS: 0},
-				{T: 3 * time.Millisecond, Heap: 99, RSS: 4},  // bucket 1..4: max heap at 3, max RSS 4
-				{T: 5 * time.Millisecond, Heap: 10, RSS: 8},  // bucket 5..8: first of equals, max RSS 8
+				{T: 3 * time.Millisecond, Heap: 99, RSS: 4}, // bucket 1..4: max heap at 3, max RSS 4
+				{T: 5 * time.Millisecond, Heap: 10, RSS: 8}, // bucket 5..8: first of equals, max RSS 8
 				{T: 9 * time.Millisecond, Heap: 10, RSS: 9},
 			},
 		},
