@@ -1,0 +1,148 @@
+package leanstore
+
+import (
+	"context"
+	"errors"
+	"runtime/pprof"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Informer is a client-go SharedIndexInformer whose list and watch go through
+// leanstore. Everything a controller uses (listers, handlers, indexers, HasSynced)
+// behaves as in client-go; SetTransform and SetWatchErrorHandler are routed to
+// leanstore so that the transform runs once per decoded object and the handler
+// hears of every failure.
+type Informer struct {
+	cache.SharedIndexInformer
+	name     string
+	resource schema.GroupResource
+	lw       *listWatch // nil for a client-go fallback informer
+	tracker  *tracker
+
+	mu      sync.Mutex
+	started bool
+}
+
+var _ cache.SharedIndexInformer = (*Informer)(nil)
+
+// informerConfig is what newInformer needs beyond the factory's options.
+type informerConfig struct {
+	name     string
+	src      source
+	gr       func() schema.GroupResource
+	example  runtime.Object
+	indexers cache.Indexers
+	resync   time.Duration
+	wire     string
+}
+
+func newInformer(cfg informerConfig, o *options, state *factoryState, m *metrics) *Informer {
+	strip := o.strip // a copy: SetTransform changes only this informer
+	tr := newTracker(cfg.name, cfg.gr().String(), cfg.wire, o.logger, m)
+	lw := &listWatch{
+		src: cfg.src, gr: cfg.gr, opts: o, strip: &strip, state: state,
+		tracker: tr, backoff: newBackoffState(o.backoff),
+	}
+	inner := cache.NewSharedIndexInformerWithOptions(lw, cfg.example, cache.SharedIndexInformerOptions{
+		ResyncPeriod:      cfg.resync,
+		Indexers:          cfg.indexers,
+		ObjectDescription: cfg.name,
+	})
+	lw.store = inner.GetIndexer()
+	inf := &Informer{SharedIndexInformer: inner, name: cfg.name, resource: cfg.gr(), lw: lw, tracker: tr}
+	_ = inner.SetWatchErrorHandlerWithContext(inf.reflectorError)
+	return inf
+}
+
+// wrapClientGo wraps an informer built by client-go (used when the client offers
+// no REST client to list with, e.g. a fake clientset): leanstore strips objects
+// through client-go's transform, and nothing else changes.
+func wrapClientGo(inner cache.SharedIndexInformer, name string, gr schema.GroupResource, o *options, m *metrics) *Informer {
+	strip := o.strip
+	_ = inner.SetTransform(func(obj interface{}) (interface{}, error) { return strip.apply(obj, gr) })
+	tr := newTracker(name, gr.String(), "client-go", o.logger, m)
+	tr.st.ListPath = ListPathClientGo
+	inf := &Informer{SharedIndexInformer: inner, name: name, resource: gr, tracker: tr}
+	_ = inner.SetWatchErrorHandlerWithContext(inf.reflectorError)
+	return inf
+}
+
+// reflectorError receives the errors client-go's reflector reports itself: those
+// leanstore has not reported already.
+func (i *Informer) reflectorError(ctx context.Context, _ *cache.Reflector, err error) {
+	if err == nil || isReported(err) || errors.Is(err, context.Canceled) {
+		return
+	}
+	i.tracker.fail(ctx, PhaseWatch, err, 0)
+}
+
+// Name is the informer's name in logs, metrics and profiles: factory/resource.
+func (i *Informer) Name() string { return i.name }
+
+// Resource is the group and resource the informer caches.
+func (i *Informer) Resource() schema.GroupResource { return i.resource }
+
+// Status reports the informer's list path, last list and failures.
+func (i *Informer) Status() Status {
+	s := i.tracker.status()
+	s.Synced = i.HasSynced()
+	return s
+}
+
+// Run runs the informer until stopCh is closed.
+func (i *Informer) Run(stopCh <-chan struct{}) {
+	i.RunWithContext(wait.ContextForChannel(stopCh))
+}
+
+// RunWithContext runs the informer until ctx ends. Its goroutines carry the pprof
+// labels informer and resource, so CPU and goroutine profiles split per informer.
+func (i *Informer) RunWithContext(ctx context.Context) {
+	i.mu.Lock()
+	i.started = true
+	i.mu.Unlock()
+	pprof.Do(ctx, pprof.Labels("informer", i.name, "resource", i.resource.String()), func(ctx context.Context) {
+		i.SharedIndexInformer.RunWithContext(ctx)
+	})
+}
+
+// SetTransform adds the caller's transform after leanstore's stripping. As in
+// client-go, it fails once the informer has started.
+func (i *Informer) SetTransform(handler cache.TransformFunc) error {
+	if i.lw == nil {
+		return i.SharedIndexInformer.SetTransform(func(obj interface{}) (interface{}, error) {
+			return handler(obj)
+		})
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.started {
+		return errors.New("leanstore: informer has already started")
+	}
+	i.lw.strip.user = handler
+	return nil
+}
+
+// SetWatchErrorHandler registers a handler called for every list or watch failure
+// of this informer, with a *FailureError. Unlike client-go, which keeps one handler
+// and never calls it for many failures (a 410 on a streaming list, a stalled or
+// malformed watch), leanstore calls every registered handler for each failure.
+func (i *Informer) SetWatchErrorHandler(handler cache.WatchErrorHandler) error {
+	return i.SetWatchErrorHandlerWithContext(func(_ context.Context, r *cache.Reflector, err error) { handler(r, err) })
+}
+
+// SetWatchErrorHandlerWithContext is SetWatchErrorHandler with a context.
+func (i *Informer) SetWatchErrorHandlerWithContext(handler cache.WatchErrorHandlerWithContext) error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.started {
+		return errors.New("leanstore: informer has already started")
+	}
+	i.tracker.addHandler(handler)
+	return nil
+}

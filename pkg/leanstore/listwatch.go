@@ -1,0 +1,451 @@
+package leanstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"runtime"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+)
+
+// listWatch is the cache.ListerWatcher behind every leanstore informer.
+//
+// client-go's reflector decodes a whole LIST (or collects a whole streaming list)
+// before its transform runs, and on a re-list it builds a full second copy of the
+// store next to the first. listWatch does the list itself instead, object by
+// object: each object is stripped as soon as it is decoded, a paged LIST releases
+// each page before asking for the next, and an object whose uid and
+// resourceVersion match the one already cached is replaced by the cached one at
+// once, so a re-list of an unchanged store allocates almost nothing that lives.
+//
+// It tells the reflector that it does not support WatchList semantics, so the
+// reflector always calls List: listWatch decides itself between a streaming list
+// and a paged LIST, remembers when the server refuses streaming lists, retries
+// failed lists with its own backoff, and reports every failure.
+type listWatch struct {
+	src     source
+	gr      func() schema.GroupResource
+	opts    *options
+	strip   *stripper
+	state   *factoryState
+	tracker *tracker
+	backoff *backoffState
+
+	// store is the informer's indexer, where unchanged objects are looked up.
+	store cache.Store
+
+	mu      sync.Mutex
+	synced  bool
+	pending *pendingWatch // the stream of the last streaming list, for the next Watch
+}
+
+// pendingWatch is a streaming list's watch after its initial events: the
+// reflector's next Watch from that resourceVersion continues on it, as client-go
+// itself does, instead of opening a second request.
+type pendingWatch struct {
+	w  watch.Interface
+	rv string
+}
+
+var (
+	_ cache.ListerWatcher            = (*listWatch)(nil)
+	_ cache.ListerWatcherWithContext = (*listWatch)(nil)
+)
+
+// IsWatchListSemanticsUnSupported tells client-go's reflector to call List rather
+// than run its own streaming list: listWatch streams inside List.
+func (lw *listWatch) IsWatchListSemanticsUnSupported() bool { return true }
+
+// List implements cache.Lister; the reflector calls ListWithContext.
+func (lw *listWatch) List(opts metav1.ListOptions) (kruntime.Object, error) {
+	return lw.ListWithContext(context.Background(), opts)
+}
+
+// Watch implements cache.Watcher; the reflector calls WatchWithContext.
+func (lw *listWatch) Watch(opts metav1.ListOptions) (watch.Interface, error) {
+	return lw.WatchWithContext(context.Background(), opts)
+}
+
+// ListWithContext lists every object, retrying with backoff until it succeeds or
+// ctx ends, and returns them in a *metav1.List whose items are the objects to
+// store (unchanged ones are the cached objects themselves).
+func (lw *listWatch) ListWithContext(ctx context.Context, reflectorOpts metav1.ListOptions) (kruntime.Object, error) {
+	lw.dropPending()
+	phase := PhaseRelist
+	if !lw.isSynced() {
+		phase = PhaseInitialList
+	}
+	// "0" lets the API server answer from its watch cache in one piece, ignoring
+	// any page size; "" is a consistent read that honours pages.
+	rv := reflectorOpts.ResourceVersion
+	if rv == "0" {
+		rv = ""
+	}
+	for {
+		if err := lw.src.resolve(ctx); err != nil {
+			if !lw.failed(ctx, phase, err) {
+				return nil, ctx.Err()
+			}
+			continue
+		}
+		if lw.useStreaming() {
+			res, err := lw.streamingList(ctx, rv)
+			if err == nil {
+				return lw.done(res, ListPathStreaming, lw.state.streamingReason())
+			}
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			switch {
+			case refusesStreaming(err):
+				lw.state.refuse(lw.opts.streaming, err)
+				// fall through to a paged LIST right away
+			case isExpired(err) && rv != "":
+				lw.tracker.fail(ctx, PhaseStreamingList, err, 0)
+				rv = ""
+				continue
+			default:
+				if !lw.failed(ctx, PhaseStreamingList, err) {
+					return nil, ctx.Err()
+				}
+				continue
+			}
+		}
+		res, err := lw.pagedList(ctx, rv)
+		if err == nil {
+			return lw.done(res, ListPathPaged, lw.state.pagedReason(lw.opts.streaming))
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if isExpired(err) && rv != "" {
+			lw.tracker.fail(ctx, phase, err, 0)
+			rv = ""
+			continue
+		}
+		if !lw.failed(ctx, phase, err) {
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// failed reports a failure and waits out the backoff; false means ctx ended.
+func (lw *listWatch) failed(ctx context.Context, phase Phase, err error) bool {
+	d := lw.backoff.delay()
+	lw.tracker.fail(ctx, phase, err, d)
+	return sleep(ctx, d)
+}
+
+// listResult is a complete list, ready for the reflector.
+type listResult struct {
+	items  []kruntime.Object
+	rv     string
+	reused int
+}
+
+func (lw *listWatch) done(res listResult, path ListPath, reason string) (kruntime.Object, error) {
+	lw.backoff.reset()
+	lw.tracker.ok()
+	lw.tracker.listed(path, reason, len(res.items), res.reused)
+	lw.mu.Lock()
+	lw.synced = true
+	lw.mu.Unlock()
+	list := &metav1.List{ListMeta: metav1.ListMeta{ResourceVersion: res.rv}}
+	list.Items = make([]kruntime.RawExtension, len(res.items))
+	for i, obj := range res.items {
+		list.Items[i].Object = obj
+	}
+	return list, nil
+}
+
+func (lw *listWatch) isSynced() bool {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	return lw.synced
+}
+
+func (lw *listWatch) useStreaming() bool {
+	switch lw.opts.streaming {
+	case StreamingOff:
+		return false
+	case StreamingAuto:
+		return !lw.state.refused()
+	}
+	return true
+}
+
+// yieldEvery is how many objects a list processes before it lets other goroutines
+// run: decoding thousands of objects in one go starves health probes on a small
+// GOMAXPROCS.
+const yieldEvery = 256
+
+// pagedList lists page by page. Each page's objects are stripped (or replaced by
+// the unchanged cached object) and copied out of the page, so the page itself is
+// garbage before the next one arrives.
+func (lw *listWatch) pagedList(ctx context.Context, rv string) (listResult, error) {
+	var res listResult
+	opts := metav1.ListOptions{Limit: lw.opts.pageSize, ResourceVersion: rv}
+	if rv != "" {
+		opts.ResourceVersionMatch = metav1.ResourceVersionMatchNotOlderThan
+	}
+	n := 0
+	for {
+		page, err := lw.src.list(ctx, lw.opts.listOptions(opts))
+		if err != nil {
+			if opts.Continue != "" && isExpired(err) {
+				// The snapshot behind the continue token is gone: start over with
+				// a fresh consistent list.
+				return lw.pagedList(ctx, "")
+			}
+			return res, err
+		}
+		lm, err := meta.ListAccessor(page)
+		if err != nil {
+			return res, fmt.Errorf("list %s: %w", lw.gr(), err)
+		}
+		err = meta.EachListItem(page, func(obj kruntime.Object) error {
+			kept, reused, err := lw.keep(obj, true)
+			if err != nil {
+				return err
+			}
+			if reused {
+				res.reused++
+			}
+			res.items = append(res.items, kept)
+			if n++; n%yieldEvery == 0 {
+				runtime.Gosched()
+			}
+			return nil
+		})
+		if err != nil {
+			return res, err
+		}
+		res.rv = lm.GetResourceVersion()
+		if opts.Continue = lm.GetContinue(); opts.Continue == "" {
+			return res, nil
+		}
+		opts.ResourceVersion, opts.ResourceVersionMatch = "", ""
+	}
+}
+
+// streamingList runs a streaming list: a watch that first sends every object as
+// an ADDED event, then a bookmark marking the end of the initial events.
+func (lw *listWatch) streamingList(ctx context.Context, rv string) (listResult, error) {
+	timeout := int64((5 + rand.Float64()*5) * 60) // like client-go: 5 to 10 minutes
+	send := true
+	opts := lw.opts.listOptions(metav1.ListOptions{
+		ResourceVersion:      rv,
+		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
+		SendInitialEvents:    &send,
+		AllowWatchBookmarks:  true,
+		TimeoutSeconds:       &timeout,
+	})
+	w, err := lw.src.watch(ctx, opts)
+	if err != nil {
+		return listResult{}, err
+	}
+	keys := map[string]int{}
+	var res listResult
+	var idle <-chan time.Time
+	var timer *time.Timer
+	if lw.opts.idleTimeout > 0 {
+		timer = time.NewTimer(lw.opts.idleTimeout)
+		defer timer.Stop()
+		idle = timer.C
+	}
+	n := 0
+	for {
+		select {
+		case <-ctx.Done():
+			w.Stop()
+			return res, ctx.Err()
+		case <-idle:
+			w.Stop()
+			return res, &stalledError{idle: lw.opts.idleTimeout.String()}
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return res, fmt.Errorf("streaming list of %s ended after %d objects, before the end of its initial events", lw.gr(), len(res.items))
+			}
+			if timer != nil {
+				timer.Reset(lw.opts.idleTimeout)
+			}
+			switch ev.Type {
+			case watch.Added, watch.Modified:
+				kept, reused, err := lw.keep(ev.Object, false)
+				if err != nil {
+					w.Stop()
+					return res, err
+				}
+				key, _ := cache.MetaNamespaceKeyFunc(kept)
+				if i, ok := keys[key]; ok {
+					res.items[i] = kept
+				} else {
+					keys[key] = len(res.items)
+					res.items = append(res.items, kept)
+				}
+				if reused {
+					res.reused++
+				}
+				if n++; n%yieldEvery == 0 {
+					runtime.Gosched()
+				}
+			case watch.Deleted:
+				key, _ := cache.MetaNamespaceKeyFunc(ev.Object)
+				if i, ok := keys[key]; ok {
+					last := len(res.items) - 1
+					res.items[i] = res.items[last]
+					k2, _ := cache.MetaNamespaceKeyFunc(res.items[i])
+					keys[k2] = i
+					res.items = res.items[:last]
+					delete(keys, key)
+				}
+			case watch.Bookmark:
+				m, err := meta.Accessor(ev.Object)
+				if err != nil {
+					w.Stop()
+					return res, fmt.Errorf("streaming list of %s: bookmark: %w", lw.gr(), err)
+				}
+				if m.GetAnnotations()[metav1.InitialEventsAnnotationKey] != "true" {
+					continue
+				}
+				res.rv = m.GetResourceVersion()
+				lw.mu.Lock()
+				lw.pending = &pendingWatch{w: w, rv: res.rv}
+				lw.mu.Unlock()
+				return res, nil
+			case watch.Error:
+				w.Stop()
+				return res, apierrors.FromObject(ev.Object)
+			}
+		}
+	}
+}
+
+// keep returns the object to store for obj: the cached object when it has the
+// same uid and resourceVersion, otherwise obj stripped. copyOut makes a private
+// copy of obj first when it lives inside a list's item array, so that the array
+// can be freed.
+func (lw *listWatch) keep(obj kruntime.Object, copyOut bool) (kruntime.Object, bool, error) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, false, fmt.Errorf("%s: %T has no metadata: %w", lw.gr(), obj, err)
+	}
+	if lw.store != nil {
+		key := m.GetName()
+		if ns := m.GetNamespace(); ns != "" {
+			key = ns + "/" + key
+		}
+		if old, ok, _ := lw.store.GetByKey(key); ok {
+			if om, err := meta.Accessor(old); err == nil && om.GetUID() == m.GetUID() && om.GetResourceVersion() == m.GetResourceVersion() {
+				if o, ok := old.(kruntime.Object); ok {
+					return o, true, nil
+				}
+			}
+		}
+	}
+	if copyOut {
+		obj = shallowCopy(obj)
+	}
+	out, err := lw.strip.apply(obj, lw.gr())
+	if err != nil {
+		return nil, false, err
+	}
+	o, ok := out.(kruntime.Object)
+	if !ok {
+		return nil, false, fmt.Errorf("%s: transform returned %T, not a runtime.Object", lw.gr(), out)
+	}
+	return o, false, nil
+}
+
+// shallowCopy moves a list item into its own allocation. It shares every field
+// with the original, which is fine: the list is dropped right after.
+func shallowCopy(obj kruntime.Object) kruntime.Object {
+	v := reflect.ValueOf(obj)
+	if v.Kind() != reflect.Pointer {
+		return obj
+	}
+	c := reflect.New(v.Elem().Type())
+	c.Elem().Set(v.Elem())
+	return c.Interface().(kruntime.Object)
+}
+
+// WatchWithContext opens a watch, retrying with backoff until it succeeds, ctx
+// ends, or the server says the resourceVersion is too old (then the reflector
+// must list again). The returned watch strips objects, reports errors and ends
+// itself when it has been silent for longer than the idle timeout.
+func (lw *listWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	if w := lw.takePending(opts.ResourceVersion); w != nil {
+		lw.tracker.watchStarted()
+		return newLeanWatch(ctx, lw, w), nil
+	}
+	for {
+		w, err := lw.src.watch(ctx, lw.opts.listOptions(opts))
+		if err == nil {
+			lw.tracker.watchStarted()
+			return newLeanWatch(ctx, lw, w), nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if isExpired(err) {
+			lw.tracker.fail(ctx, PhaseWatchStart, err, 0)
+			return nil, reportedError{err}
+		}
+		if !lw.failed(ctx, PhaseWatchStart, err) {
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func (lw *listWatch) takePending(rv string) watch.Interface {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	p := lw.pending
+	lw.pending = nil
+	if p == nil {
+		return nil
+	}
+	if p.rv != rv {
+		p.w.Stop()
+		return nil
+	}
+	return p.w
+}
+
+func (lw *listWatch) dropPending() {
+	lw.mu.Lock()
+	p := lw.pending
+	lw.pending = nil
+	lw.mu.Unlock()
+	if p != nil {
+		p.w.Stop()
+	}
+}
+
+func isExpired(err error) bool {
+	return apierrors.IsResourceExpired(err) || apierrors.IsGone(err) ||
+		(apierrors.IsTimeout(err) && apierrors.HasStatusCause(err, metav1.CauseTypeResourceVersionTooLarge)) ||
+		apierrors.HasStatusCause(err, metav1.CauseTypeResourceVersionTooLarge)
+}
+
+// refusesStreaming reports whether err is a server's refusal of streaming lists
+// (an API server with the WatchList feature off rejects sendInitialEvents as an
+// invalid request), as opposed to a failure of one attempt.
+func refusesStreaming(err error) bool {
+	if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
+		return true
+	}
+	var status apierrors.APIStatus
+	return errors.As(err, &status) && status.Status().Code == 422
+}

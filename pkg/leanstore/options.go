@@ -1,0 +1,308 @@
+package leanstore
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+)
+
+// Option configures a factory. Options apply to every informer of the factory.
+type Option func(*options)
+
+// StreamingMode chooses how an informer lists: with a streaming list (a watch with
+// sendInitialEvents, client-go's WatchListClient) or with a paged LIST.
+type StreamingMode int
+
+const (
+	// StreamingAuto tries a streaming list and falls back to a paged LIST when the
+	// server refuses it; after a refusal the factory remembers it and lists with
+	// LIST from then on instead of asking again at every re-list. The default.
+	StreamingAuto StreamingMode = iota
+	// StreamingOn always tries a streaming list first, at every list, and falls
+	// back to a paged LIST for that list only when the server refuses.
+	StreamingOn
+	// StreamingOff always lists with a paged LIST.
+	StreamingOff
+)
+
+func (m StreamingMode) String() string {
+	switch m {
+	case StreamingAuto:
+		return "auto"
+	case StreamingOn:
+		return "on"
+	case StreamingOff:
+		return "off"
+	}
+	return fmt.Sprintf("StreamingMode(%d)", int(m))
+}
+
+// WireFormat is the encoding objects are requested in.
+type WireFormat string
+
+const (
+	// WireDefault is protobuf for typed and metadata-only informers and JSON for
+	// dynamic ones, which is all custom resources can be served as.
+	WireDefault WireFormat = ""
+	// WireProtobuf asks for protobuf: smaller on the wire and 4-7 times faster to
+	// decode than JSON.
+	WireProtobuf WireFormat = "protobuf"
+	// WireJSON asks for JSON.
+	WireJSON WireFormat = "json"
+)
+
+// Backoff is the delay between failed list or watch attempts of one informer:
+// Initial, then multiplied by Factor up to Cap, each with up to Jitter×delay of
+// random extra, and back to Initial once ResetAfter has passed without a failure.
+// The defaults are client-go's reflector's: 800 ms, ×2, 30 s, jitter 1.0, 2 min.
+type Backoff struct {
+	Initial    time.Duration
+	Factor     float64
+	Cap        time.Duration
+	Jitter     float64
+	ResetAfter time.Duration
+}
+
+// DefaultBackoff returns client-go's reflector backoff.
+func DefaultBackoff() Backoff {
+	return Backoff{Initial: 800 * time.Millisecond, Factor: 2, Cap: 30 * time.Second, Jitter: 1.0, ResetAfter: 2 * time.Minute}
+}
+
+type options struct {
+	namespace     string
+	tweak         func(*metav1.ListOptions)
+	labelSelector string
+	fieldSelector string
+	resync        time.Duration
+	customResync  map[reflect.Type]time.Duration
+	strip         stripper
+	streaming     StreamingMode
+	wire          WireFormat
+	pageSize      int64
+	backoff       Backoff
+	idleTimeout   time.Duration
+	logger        logr.Logger
+	registerer    prometheus.Registerer
+	degradedAfter int
+	name          string
+}
+
+func defaultOptions() options {
+	return options{
+		namespace:     metav1.NamespaceAll,
+		strip:         stripper{managedFields: true},
+		streaming:     StreamingAuto,
+		pageSize:      500,
+		backoff:       DefaultBackoff(),
+		idleTimeout:   2 * time.Minute,
+		logger:        klog.Background(),
+		degradedAfter: 3,
+	}
+}
+
+func newOptions(resync time.Duration, opts []Option) options {
+	o := defaultOptions()
+	o.resync = resync
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
+
+// WithNamespace limits the factory's informers to one namespace.
+func WithNamespace(namespace string) Option {
+	return func(o *options) { o.namespace = namespace }
+}
+
+// WithLabelSelector limits lists and watches to objects matching selector.
+func WithLabelSelector(selector string) Option {
+	return func(o *options) { o.labelSelector = selector }
+}
+
+// WithFieldSelector limits lists and watches to objects matching selector.
+func WithFieldSelector(selector string) Option {
+	return func(o *options) { o.fieldSelector = selector }
+}
+
+// WithTweakListOptions changes the options of every list and watch request, like
+// client-go's informers.WithTweakListOptions. It runs after the selectors above.
+func WithTweakListOptions(tweak func(*metav1.ListOptions)) Option {
+	return func(o *options) { o.tweak = tweak }
+}
+
+// WithCustomResync sets resync periods per object type, like client-go's
+// informers.WithCustomResyncConfig.
+func WithCustomResync(resync map[metav1.Object]time.Duration) Option {
+	return func(o *options) {
+		if o.customResync == nil {
+			o.customResync = map[reflect.Type]time.Duration{}
+		}
+		for obj, d := range resync {
+			o.customResync[reflect.TypeOf(obj)] = d
+		}
+	}
+}
+
+// WithKeepManagedFields keeps metadata.managedFields, which are stripped by
+// default: server-side apply bookkeeping that controllers almost never read and
+// that is often a third of an object.
+func WithKeepManagedFields() Option {
+	return func(o *options) { o.strip.managedFields = false }
+}
+
+// WithStripLastApplied strips kubectl's last-applied-configuration annotation, a
+// full copy of the object as it was last applied.
+func WithStripLastApplied() Option {
+	return WithStripAnnotations(LastAppliedAnnotation)
+}
+
+// WithStripAnnotations strips the annotations with these exact keys.
+func WithStripAnnotations(keys ...string) Option {
+	return func(o *options) {
+		if o.strip.annotations == nil {
+			o.strip.annotations = map[string]bool{}
+		}
+		for _, k := range keys {
+			o.strip.annotations[k] = true
+		}
+	}
+}
+
+// WithStripAnnotationPrefixes strips every annotation whose key starts with one of
+// these prefixes, e.g. "kubectl.kubernetes.io/".
+func WithStripAnnotationPrefixes(prefixes ...string) Option {
+	return func(o *options) { o.strip.annotationPrefixes = append(o.strip.annotationPrefixes, prefixes...) }
+}
+
+// WithPrune adds a prune for one resource, whatever Go type its objects have in an
+// informer (typed, *unstructured.Unstructured, *metav1.PartialObjectMetadata).
+func WithPrune(resource schema.GroupResource, prune PruneFunc) Option {
+	return func(o *options) {
+		if o.strip.prunes == nil {
+			o.strip.prunes = map[schema.GroupResource][]PruneFunc{}
+		}
+		o.strip.prunes[resource] = append(o.strip.prunes[resource], prune)
+	}
+}
+
+// WithTypedPrune adds a prune for objects of Go type T, e.g.
+//
+//	leanstore.WithTypedPrune(func(p *corev1.Pod) error {
+//		for i := range p.Status.ContainerStatuses {
+//			p.Status.ContainerStatuses[i].ImageID = ""
+//		}
+//		return nil
+//	})
+func WithTypedPrune[T runtime.Object](prune func(T) error) Option {
+	var zero T
+	t := reflect.TypeOf(zero)
+	return func(o *options) {
+		if o.strip.typedPrunes == nil {
+			o.strip.typedPrunes = map[reflect.Type][]PruneFunc{}
+		}
+		o.strip.typedPrunes[t] = append(o.strip.typedPrunes[t], func(obj runtime.Object) error {
+			return prune(obj.(T))
+		})
+	}
+}
+
+// WithTransform adds the caller's own transform after leanstore's stripping, like
+// client-go's informers.WithTransform. It runs once on each object the informer
+// decodes; objects unchanged since the last list are kept as they are and not
+// transformed again. It must be idempotent, as client-go requires of transforms.
+func WithTransform(transform cache.TransformFunc) Option {
+	return func(o *options) { o.strip.user = transform }
+}
+
+// WithInterning shares one copy of each repeated string among cached objects
+// (label keys and values, images, env, mount paths). It costs CPU on each decoded
+// object and saves a large part of the heap when objects of one workload repeat
+// each other, as Pods of a Deployment do.
+func WithInterning(on bool) Option {
+	return func(o *options) { o.strip.intern = on }
+}
+
+// WithStreamingLists chooses between streaming lists and paged LISTs.
+func WithStreamingLists(mode StreamingMode) Option {
+	return func(o *options) { o.streaming = mode }
+}
+
+// WithWireFormat chooses the encoding of list and watch responses for typed and
+// metadata-only informers. Dynamic informers always use JSON.
+func WithWireFormat(f WireFormat) Option {
+	return func(o *options) { o.wire = f }
+}
+
+// WithPageSize sets the number of objects per page of a paged LIST (default 500).
+// A page is decoded, stripped and released before the next one is requested, so it
+// bounds the memory a LIST needs beyond the cache itself.
+func WithPageSize(n int64) Option {
+	return func(o *options) { o.pageSize = n }
+}
+
+// WithBackoff sets the delay between failed list and watch attempts.
+func WithBackoff(b Backoff) Option {
+	return func(o *options) { o.backoff = b }
+}
+
+// WithWatchIdleTimeout ends and restarts a watch that has delivered nothing, not
+// even a bookmark, for d (default 2 minutes; the API server sends a bookmark about
+// once a minute on a healthy watch). Zero disables the check.
+func WithWatchIdleTimeout(d time.Duration) Option {
+	return func(o *options) { o.idleTimeout = d }
+}
+
+// WithLogger sets the logger for list and watch failures (default klog's).
+func WithLogger(l logr.Logger) Option {
+	return func(o *options) { o.logger = l }
+}
+
+// WithMetrics registers the factory's Prometheus metrics (store census, list
+// paths, failures by class) with r.
+func WithMetrics(r prometheus.Registerer) Option {
+	return func(o *options) { o.registerer = r }
+}
+
+// WithDegradedAfter sets how many consecutive failures make an informer count as
+// degraded in readiness checks (default 3).
+func WithDegradedAfter(n int) Option {
+	return func(o *options) { o.degradedAfter = n }
+}
+
+// WithName names the factory in logs and metrics (default "leanstore").
+func WithName(name string) Option {
+	return func(o *options) { o.name = name }
+}
+
+// listOptions applies the factory's scope to one request's options.
+func (o *options) listOptions(in metav1.ListOptions) metav1.ListOptions {
+	if o.labelSelector != "" {
+		in.LabelSelector = joinSelector(in.LabelSelector, o.labelSelector)
+	}
+	if o.fieldSelector != "" {
+		in.FieldSelector = joinSelector(in.FieldSelector, o.fieldSelector)
+	}
+	if o.tweak != nil {
+		o.tweak(&in)
+	}
+	return in
+}
+
+func joinSelector(a, b string) string {
+	parts := []string{}
+	for _, s := range []string{a, b} {
+		if s = strings.TrimSpace(s); s != "" {
+			parts = append(parts, s)
+		}
+	}
+	return strings.Join(parts, ",")
+}
