@@ -1,22 +1,41 @@
 // Package bench is cachebench's measurement engine: the modes it compares, the
-// measurements a child process takes of one mode, the protocol between the
-// parent and its children, and the rendering of results as a table, JSON and a
+// measurement of one mode in a child process, the protocol between the parent
+// and its children, and the rendering of results as a table, JSON and a
 // self-contained HTML report.
 //
-// One mode runs in one child process so that heaps never mix. The parent starts
-// the child, answers its requests for forced re-lists (it ends the child's watch
-// with a 410 Gone through a fault proxy) and collects one Result per mode:
+// # Modes
 //
-//	res, err := bench.RunChild(ctx, bench.ChildSpec{
-//		Command: exec.Command(os.Args[0], "child"),
-//		Mode:    mode,
-//		Config:  proxyConfig,
-//		Plan:    bench.DefaultPlan(),
-//	}, server)
+// A Mode is a constructor that starts an informer cache and returns a Cache
+// (HasSynced, Len, ListPath, Stop), plus a name and a few facts. Modes register
+// themselves from init functions; RegisterBothListPaths adds a streaming and a
+// LIST variant at once:
 //
-// A child runs Measure with the same Mode, reading its instructions from stdin
-// and writing JSON lines to stdout (see ServeChild).
+//	func init() {
+//		bench.RegisterBothListPaths(bench.Mode{
+//			Name:  "mylib/typed",
+//			Title: "mylib typed",
+//			Start: func(ctx context.Context, env bench.Env) (bench.Cache, error) {
+//				// build clients from env.Config, add env.Handler, start
+//			},
+//		})
+//	}
 //
-// Modes are registered with Register; a mode is a constructor that starts an
-// informer cache and returns a Cache (HasSynced, Len, ListPath, Stop).
+// # One process per mode
+//
+// Heaps of different modes must never share a process, and client-go reads its
+// WatchListClient gate once per process. The parent runs each mode with
+// RunChild, which starts a child (`cachebench child`) that calls ServeChild;
+// they speak JSON lines over the child's stdin and stdout. The child runs
+// Measure: time to sync, live heap and bytes per object, heap and RSS peaks
+// (Sampler), the lateness of a goroutine sleeping 1 ms (Probe) and the
+// runtime's scheduler latency, in the initial sync, an idle window and each
+// forced re-list. For a re-list the child asks the parent, which ends the
+// child's watch with a 410 Gone through a proxy (the Server interface); the
+// re-list is complete when the informer has delivered an update for every
+// object it had.
+//
+// # Output
+//
+// A run's results form a Report, written with WriteTable, WriteJSON (read back
+// with ReadJSON) and WriteHTML, whose charts are inline SVG.
 package bench
