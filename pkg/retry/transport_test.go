@@ -1,0 +1,302 @@
+package retry_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/cachetune/cachetune/internal/leakcheck"
+	"github.com/cachetune/cachetune/pkg/failure"
+	"github.com/cachetune/cachetune/pkg/retry"
+)
+
+// step is one scripted answer.
+type step struct {
+	code       int
+	retryAfter string
+}
+
+// scripted is a server that answers with its steps in order, repeating the
+// last, and records what it received.
+type scripted struct {
+	*httptest.Server
+	mu     sync.Mutex
+	steps  []step
+	bodies []string
+	times  []time.Time
+}
+
+func newScripted(t *testing.T, steps ...step) *scripted {
+	t.Helper()
+	s := &scripted{steps: steps}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		s.mu.Lock()
+		n := len(s.bodies)
+		s.bodies = append(s.bodies, string(b))
+		s.times = append(s.times, time.Now())
+		st := s.steps[min(n, len(s.steps)-1)]
+		s.mu.Unlock()
+		if st.retryAfter != "" {
+			w.Header().Set("Retry-After", st.retryAfter)
+		}
+		w.WriteHeader(st.code)
+		fmt.Fprintf(w, "answer %d", n+1)
+	}))
+	t.Cleanup(func() {
+		s.Close()
+		http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+	})
+	return s
+}
+
+func (s *scripted) attempts() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.bodies)
+}
+
+// fast keeps backoff short so that tests measure the logic, not the clock.
+var fast = retry.WithBackoff(time.Millisecond, 5*time.Millisecond)
+
+func do(t *testing.T, rt http.RoundTripper, req *http.Request) *http.Response {
+	t.Helper()
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+func get(t *testing.T, url string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
+}
+
+func TestStatusCodes(t *testing.T) {
+	leakcheck.Check(t)
+	tests := []struct {
+		code     int
+		attempts int // with a success scripted after the first answer
+	}{
+		{429, 2}, {503, 2}, {504, 2},
+		{500, 1}, {502, 1}, {400, 1}, {401, 1}, {403, 1}, {404, 1}, {409, 1}, {410, 1}, {422, 1},
+		{200, 1},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.code), func(t *testing.T) {
+			s := newScripted(t, step{code: tt.code}, step{code: 200})
+			resp := do(t, retry.NewTransport(nil, fast), get(t, s.URL))
+			if s.attempts() != tt.attempts {
+				t.Errorf("%d attempts, want %d", s.attempts(), tt.attempts)
+			}
+			want := tt.code
+			if tt.attempts == 2 {
+				want = 200
+			}
+			if resp.StatusCode != want {
+				t.Errorf("final status %d, want %d", resp.StatusCode, want)
+			}
+		})
+	}
+}
+
+func TestRetryAfterSeconds(t *testing.T) {
+	leakcheck.Check(t)
+	s := newScripted(t, step{code: 429, retryAfter: "1"}, step{code: 200})
+	start := time.Now()
+	resp := do(t, retry.NewTransport(nil, fast), get(t, s.URL))
+	if took := time.Since(start); resp.StatusCode != 200 || took < time.Second || took > 2*time.Second {
+		t.Errorf("status %d after %s, want 200 after Retry-After's 1s", resp.StatusCode, took)
+	}
+}
+
+func TestRetryAfterDate(t *testing.T) {
+	leakcheck.Check(t)
+	// An HTTP-date has whole seconds: two seconds ahead is between one and
+	// two seconds away.
+	date := time.Now().Add(2 * time.Second).UTC().Format(http.TimeFormat)
+	s := newScripted(t, step{code: 503, retryAfter: date}, step{code: 200})
+	start := time.Now()
+	resp := do(t, retry.NewTransport(nil, fast), get(t, s.URL))
+	if took := time.Since(start); resp.StatusCode != 200 || took < time.Second || took > 3*time.Second {
+		t.Errorf("status %d after %s, want 200 after the date in Retry-After (1-2s)", resp.StatusCode, took)
+	}
+}
+
+func TestReplayableBodies(t *testing.T) {
+	leakcheck.Check(t)
+	const body = `{"kind":"ConfigMap"}`
+	for _, method := range []string{http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		t.Run(method, func(t *testing.T) {
+			s := newScripted(t, step{code: 429}, step{code: 503}, step{code: 200})
+			req, _ := http.NewRequest(method, s.URL, strings.NewReader(body)) // sets GetBody
+			resp := do(t, retry.NewTransport(nil, fast), req)
+			if resp.StatusCode != 200 {
+				t.Fatalf("status %d, want 200", resp.StatusCode)
+			}
+			if diff := cmp.Diff([]string{body, body, body}, s.bodies); diff != "" {
+				t.Errorf("bodies received (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestNonReplayableBodyIsNotRetried(t *testing.T) {
+	leakcheck.Check(t)
+	s := newScripted(t, step{code: 429, retryAfter: "1"}, step{code: 200})
+	req, _ := http.NewRequest(http.MethodPost, s.URL, io.NopCloser(strings.NewReader("once"))) // no GetBody
+	resp := do(t, retry.NewTransport(nil, fast), req)
+	if s.attempts() != 1 || resp.StatusCode != 429 {
+		t.Errorf("%d attempts, status %d: want the single 429 back", s.attempts(), resp.StatusCode)
+	}
+	// Not the transport's call: Retry-After stays as the server sent it,
+	// for the caller (client-go, say) to act on.
+	if got := resp.Header.Get("Retry-After"); got != "1" {
+		t.Errorf("Retry-After %q, want the server's \"1\"", got)
+	}
+}
+
+func TestWatchIsNotRetried(t *testing.T) {
+	leakcheck.Check(t)
+	for _, path := range []string{"/api/v1/pods?watch=true", "/api/v1/pods?watch=1&sendInitialEvents=true", "/api/v1/watch/pods"} {
+		s := newScripted(t, step{code: 429}, step{code: 200})
+		resp := do(t, retry.NewTransport(nil, fast), get(t, s.URL+path))
+		if s.attempts() != 1 || resp.StatusCode != 429 {
+			t.Errorf("%s: %d attempts, status %d, want one 429", path, s.attempts(), resp.StatusCode)
+		}
+	}
+}
+
+func TestMaxAttempts(t *testing.T) {
+	leakcheck.Check(t)
+	s := newScripted(t, step{code: 503, retryAfter: "0"})
+	var seen []retry.Attempt
+	rt := retry.NewTransport(nil, fast, retry.WithMaxAttempts(3), retry.WithOnRetry(func(a retry.Attempt) { seen = append(seen, a) }))
+	resp := do(t, rt, get(t, s.URL))
+	if s.attempts() != 3 || resp.StatusCode != 503 {
+		t.Errorf("%d attempts, status %d, want 3 and the last 503", s.attempts(), resp.StatusCode)
+	}
+	if len(seen) != 2 || seen[0].Attempt != 1 || seen[1].Attempt != 2 || seen[1].StatusCode != 503 {
+		t.Errorf("OnRetry saw %+v, want attempts 1 and 2", seen)
+	}
+	if b, _ := io.ReadAll(resp.Body); string(b) != "answer 3" {
+		t.Errorf("body %q, want the last answer's", b)
+	}
+}
+
+func TestGivingUpHandsRetryAfterOverAsDate(t *testing.T) {
+	leakcheck.Check(t)
+	s := newScripted(t, step{code: 429, retryAfter: "7"})
+	before := time.Now()
+	resp := do(t, retry.NewTransport(nil, fast, retry.WithMaxAttempts(1)), get(t, s.URL))
+	got, err := http.ParseTime(resp.Header.Get("Retry-After"))
+	if err != nil {
+		t.Fatalf("Retry-After %q is no HTTP-date: %v", resp.Header.Get("Retry-After"), err)
+	}
+	if d := got.Sub(before.Truncate(time.Second)); d < 7*time.Second || d > 9*time.Second {
+		t.Errorf("Retry-After date %s is %s ahead, want about 7s", got, d)
+	}
+	if d, ok := failure.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); !ok || d < 5*time.Second {
+		t.Errorf("ParseRetryAfter of the handed-over header = %s %v", d, ok)
+	}
+}
+
+func TestMaxElapsed(t *testing.T) {
+	leakcheck.Check(t)
+	s := newScripted(t, step{code: 504})
+	rt := retry.NewTransport(nil, retry.WithBackoff(100*time.Millisecond, 100*time.Millisecond), retry.WithMaxAttempts(100), retry.WithMaxElapsed(350*time.Millisecond))
+	start := time.Now()
+	resp := do(t, rt, get(t, s.URL))
+	if took := time.Since(start); resp.StatusCode != 504 || took > 500*time.Millisecond {
+		t.Errorf("status %d after %s, want the 504 within the 350ms cap", resp.StatusCode, took)
+	}
+	if n := s.attempts(); n < 2 || n > 40 {
+		t.Errorf("%d attempts in 350ms of 0-100ms waits", n)
+	}
+}
+
+func TestRetryAfterBeyondCapsGivesUpAtOnce(t *testing.T) {
+	leakcheck.Check(t)
+	s := newScripted(t, step{code: 429, retryAfter: "60"})
+	start := time.Now()
+	resp := do(t, retry.NewTransport(nil, fast, retry.WithMaxElapsed(10*time.Second)), get(t, s.URL))
+	if took := time.Since(start); s.attempts() != 1 || resp.StatusCode != 429 || took > time.Second {
+		t.Errorf("%d attempts, status %d after %s: want the 429 at once", s.attempts(), resp.StatusCode, took)
+	}
+
+	// The same when the request's own deadline comes first.
+	s = newScripted(t, step{code: 429, retryAfter: "5"})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	start = time.Now()
+	resp = do(t, retry.NewTransport(nil, fast), get(t, s.URL).WithContext(ctx))
+	if took := time.Since(start); s.attempts() != 1 || took > time.Second {
+		t.Errorf("%d attempts after %s, want the 429 at once: the deadline is before Retry-After", s.attempts(), took)
+	}
+}
+
+func TestCancellationStopsWaiting(t *testing.T) {
+	leakcheck.Check(t)
+	s := newScripted(t, step{code: 503, retryAfter: "30"})
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	start := time.Now()
+	resp, err := retry.NewTransport(nil, fast, retry.WithMaxElapsed(time.Minute)).RoundTrip(get(t, s.URL).WithContext(ctx))
+	took := time.Since(start)
+	if resp != nil {
+		resp.Body.Close()
+	}
+	if !errors.Is(err, context.Canceled) || took > time.Second {
+		t.Errorf("RoundTrip = %v after %s, want context.Canceled soon after 200ms", err, took)
+	}
+	if s.attempts() != 1 {
+		t.Errorf("%d attempts, want 1", s.attempts())
+	}
+}
+
+func TestBackoffGrows(t *testing.T) {
+	leakcheck.Check(t)
+	// Waits with full jitter stay under min(cap, base·2ⁿ⁻¹).
+	s := newScripted(t, step{code: 503})
+	var waits []time.Duration
+	rt := retry.NewTransport(nil, retry.WithBackoff(10*time.Millisecond, 40*time.Millisecond), retry.WithMaxAttempts(6),
+		retry.WithOnRetry(func(a retry.Attempt) { waits = append(waits, a.Wait) }))
+	do(t, rt, get(t, s.URL))
+	ceilings := []time.Duration{10, 20, 40, 40, 40}
+	if len(waits) != len(ceilings) {
+		t.Fatalf("waits %v, want %d", waits, len(ceilings))
+	}
+	for i, w := range waits {
+		if w < 0 || w > ceilings[i]*time.Millisecond {
+			t.Errorf("wait %d = %s, want within [0, %dms]", i+1, w, ceilings[i])
+		}
+	}
+}
+
+func TestBodyOfReplayedRequestIsFresh(t *testing.T) {
+	leakcheck.Check(t)
+	// A GetBody that fails leaves the answer as it is.
+	s := newScripted(t, step{code: 429}, step{code: 200})
+	req, _ := http.NewRequest(http.MethodPut, s.URL, bytes.NewReader([]byte("x")))
+	req.GetBody = func() (io.ReadCloser, error) { return nil, errors.New("gone") }
+	resp := do(t, retry.NewTransport(nil, fast), req)
+	if resp.StatusCode != 429 || s.attempts() != 1 {
+		t.Errorf("status %d after %d attempts, want the 429 once", resp.StatusCode, s.attempts())
+	}
+}
