@@ -1,0 +1,29 @@
+// Package resilience measures how an informer lives through API faults. Run
+// puts one informer behind a faults.Proxy in front of the real
+// kube-apiserver, keeps a writer creating, updating and deleting its objects
+// (20 operations per second by default), applies one Scenario for a while,
+// lifts it, and reports:
+//
+//   - the informer's requests during the fault, in total and in the worst
+//     wall-clock second: a client that backs off stays at a handful, one that
+//     spins makes hundreds;
+//   - whether the store converged, holding exactly the server's objects
+//     (keys and resourceVersions, against a fresh consistent list), and how
+//     many seconds that took after the fault was lifted;
+//   - the errors the informer's watch error handler received, by cause
+//     (failure.Classify): what a controller could have logged or alerted on.
+//
+// The informer comes from a constructor, so plain client-go
+// (ClientGoConfigMaps) and cachetune's informers are measured the same way:
+//
+//	restore := resilience.SetWatchList(false) // streaming lists off for this informer
+//	r, err := resilience.Run(ctx, srv.Config, ns, resilience.ClientGoConfigMaps,
+//		resilience.Scenarios(300, 1200)[0], resilience.Options{FaultFor: 5 * time.Second})
+//	restore()
+//
+// The scenarios are those of issue 9: 410 Gone on every watch, a streaming
+// (or paged) list broken part-way by a 410 or a cut connection, a stalled
+// watch, a malformed watch frame, 429, 503 and 500 on lists, and 403 on
+// watches. Each but the stall first ends the informer's live watch, so that
+// the informer meets the fault on its next list or watch.
+package resilience

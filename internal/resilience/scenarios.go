@@ -1,0 +1,67 @@
+package resilience
+
+import (
+	"time"
+
+	"github.com/cachetune/cachetune/pkg/faults"
+)
+
+// Scenario is one fault, applied to the informer's resource through the
+// proxy for the fault duration.
+type Scenario struct {
+	// Name identifies the scenario in results, e.g. "watch-410".
+	Name string
+	// Start applies the fault and returns the function that lifts it.
+	Start func(p *faults.Proxy, resource string) (lift func())
+	// DuringFault makes convergence be checked while the fault still lasts:
+	// a stalled connection stays stalled after the proxy stops stalling new
+	// ones, so only a client that detects the stall itself recovers.
+	DuringFault bool
+}
+
+// on adds a rule with f for each verb on resource and returns a function
+// that removes them all.
+func on(p *faults.Proxy, resource string, f faults.Fault, verbs ...faults.Verb) func() {
+	var removes []func()
+	for _, v := range verbs {
+		removes = append(removes, p.AddRule(faults.Rule{Match: faults.Match{Resource: resource, Verb: v}, Fault: f}))
+	}
+	return func() {
+		for _, r := range removes {
+			r()
+		}
+	}
+}
+
+// endAndFault ends the live watches with end (forcing the informer onto
+// the faulted path) and keeps faulting the given verbs with f.
+func endAndFault(end, f faults.Fault, verbs ...faults.Verb) func(p *faults.Proxy, resource string) func() {
+	return func(p *faults.Proxy, resource string) func() {
+		lift := on(p, resource, f, verbs...)
+		p.EndWatches(faults.Match{Resource: resource}, end)
+		return lift
+	}
+}
+
+var (
+	watches = []faults.Verb{faults.Watch, faults.WatchList}
+	lists   = []faults.Verb{faults.List, faults.WatchList}
+)
+
+// Scenarios are the faults of issue 9, for an informer of about the given
+// number of objects of about objectBytes each (to place a cut a third of the
+// way through a list).
+func Scenarios(objects, objectBytes int) []Scenario {
+	third := max(objects*objectBytes/3, 1024)
+	return []Scenario{
+		{Name: "watch-410", Start: endAndFault(faults.Gone(), faults.Gone(), watches...)},
+		{Name: "stream-410-after-100", Start: endAndFault(faults.Gone(), faults.GoneAfterEvents(100), lists...)},
+		{Name: "stream-cut", Start: endAndFault(faults.Gone(), faults.Cut(third), lists...)},
+		{Name: "watch-stall", Start: endAndFault(faults.Stall(), faults.Stall(), watches...), DuringFault: true},
+		{Name: "watch-malformed", Start: endAndFault(faults.Malformed(), faults.Malformed(), watches...)},
+		{Name: "list-429", Start: endAndFault(faults.Gone(), faults.Status(429, time.Second), lists...)},
+		{Name: "list-503", Start: endAndFault(faults.Gone(), faults.Status(503, 0), lists...)},
+		{Name: "list-500", Start: endAndFault(faults.Gone(), faults.Status(500, 0), lists...)},
+		{Name: "watch-403", Start: endAndFault(faults.Gone(), faults.Status(403, 0), watches...)},
+	}
+}
