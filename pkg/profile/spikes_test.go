@@ -244,3 +244,25 @@ func TestWatchSpikesRejectsBadConfig(t *testing.T) {
 		t.Errorf("WatchSpikes on a corrupt index: %v, want an error naming it", err)
 	}
 }
+
+func TestTraceEndpointAlongsideFlightRecorder(t *testing.T) {
+	leakcheck.Check(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		done <- cprofile.WatchSpikes(ctx, cprofile.SpikeConfig{Dir: t.TempDir(), HeapBytes: 1 << 50})
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("WatchSpikes: %v", err)
+		}
+	}()
+	time.Sleep(50 * time.Millisecond) // the flight recorder is on
+
+	s := startServer(t)
+	status, body := get(t, s, "/debug/pprof/trace?seconds=0.2")
+	if status != 200 || !isGoTrace(body) {
+		t.Errorf("trace with the flight recorder on: status %d, body starts %q", status, truncate(body))
+	}
+}
