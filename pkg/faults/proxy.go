@@ -128,7 +128,6 @@ func (p *Proxy) URL() string { return p.url }
 func (p *Proxy) Config(c *rest.Config) *rest.Config {
 	out := rest.CopyConfig(c)
 	out.Host = p.url
-	out.APIPath = c.APIPath
 	out.TLSClientConfig = rest.TLSClientConfig{}
 	out.Transport = nil
 	out.Proxy = nil
