@@ -118,9 +118,9 @@ func TestStripTransforms(t *testing.T) {
 		f    func(any) (any, error)
 		want *corev1.Pod
 	}{
-		{"managedFields", stripManagedFields, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+		{"managedFields", StripManagedFields, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
 			Name: "p", Namespace: "ns", Annotations: map[string]string{lastApplied: `{"kind":"Pod"}`, "keep": "me"}}}},
-		{"managedFields and last-applied", stripManagedFieldsAndLastApplied, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+		{"managedFields and last-applied", StripManagedFieldsAndLastApplied, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
 			Name: "p", Namespace: "ns", Annotations: map[string]string{"keep": "me"}}}},
 	} {
 		once, err := tc.f(podWithExtras())

@@ -22,13 +22,13 @@ func init() {
 	RegisterBothListPaths(Mode{Name: "client-go/typed-json", Title: "client-go typed, JSON",
 		Supports: BuiltinOnly, Start: startTyped(contentJSON, nil)})
 	RegisterBothListPaths(Mode{Name: "client-go/typed-strip-mf", Title: "client-go typed, strip managedFields",
-		Supports: BuiltinOnly, Start: startTyped(contentProtobuf, stripManagedFields)})
+		Supports: BuiltinOnly, Start: startTyped(contentProtobuf, StripManagedFields)})
 	RegisterBothListPaths(Mode{Name: "client-go/typed-strip-mf-la", Title: "client-go typed, strip managedFields and last-applied",
-		Supports: BuiltinOnly, Start: startTyped(contentProtobuf, stripManagedFieldsAndLastApplied)})
+		Supports: BuiltinOnly, Start: startTyped(contentProtobuf, StripManagedFieldsAndLastApplied)})
 	RegisterBothListPaths(Mode{Name: "client-go/metadata", Title: "client-go metadata-only",
 		Start: startMetadata(nil)})
 	RegisterBothListPaths(Mode{Name: "client-go/metadata-strip-mf", Title: "client-go metadata-only, strip managedFields",
-		Start: startMetadata(stripManagedFields)})
+		Start: startMetadata(StripManagedFields)})
 }
 
 type contentType struct{ content, accept string }

@@ -9,18 +9,18 @@ import (
 // annotation on an object.
 const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
-// stripManagedFields is the transform a controller author writes with plain
+// StripManagedFields is the transform a controller author writes with plain
 // client-go: it drops metadata.managedFields. It accepts its own output, as
 // client-go requires under streaming lists (the transform runs twice there).
-func stripManagedFields(obj any) (any, error) {
+func StripManagedFields(obj any) (any, error) {
 	if m, err := meta.Accessor(obj); err == nil {
 		m.SetManagedFields(nil)
 	}
 	return obj, nil
 }
 
-// stripManagedFieldsAndLastApplied also drops the last-applied annotation.
-func stripManagedFieldsAndLastApplied(obj any) (any, error) {
+// StripManagedFieldsAndLastApplied also drops the last-applied annotation.
+func StripManagedFieldsAndLastApplied(obj any) (any, error) {
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return obj, nil // e.g. cache.DeletedFinalStateUnknown: leave it alone
@@ -39,6 +39,6 @@ func stripManagedFieldsAndLastApplied(obj any) (any, error) {
 }
 
 var (
-	_ cache.TransformFunc = stripManagedFields
-	_ cache.TransformFunc = stripManagedFieldsAndLastApplied
+	_ cache.TransformFunc = StripManagedFields
+	_ cache.TransformFunc = StripManagedFieldsAndLastApplied
 )
