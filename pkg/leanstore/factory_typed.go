@@ -218,11 +218,15 @@ func (f *TypedFactory) Certificates() certificates.Interface {
 func (f *TypedFactory) Coordination() coordination.Interface {
 	return coordination.New(f, f.opts.namespace, f.opts.tweak)
 }
-func (f *TypedFactory) Core() infcore.Interface { return infcore.New(f, f.opts.namespace, f.opts.tweak) }
+func (f *TypedFactory) Core() infcore.Interface {
+	return infcore.New(f, f.opts.namespace, f.opts.tweak)
+}
 func (f *TypedFactory) Discovery() discovery.Interface {
 	return discovery.New(f, f.opts.namespace, f.opts.tweak)
 }
-func (f *TypedFactory) Events() events.Interface { return events.New(f, f.opts.namespace, f.opts.tweak) }
+func (f *TypedFactory) Events() events.Interface {
+	return events.New(f, f.opts.namespace, f.opts.tweak)
+}
 func (f *TypedFactory) Extensions() extensions.Interface {
 	return extensions.New(f, f.opts.namespace, f.opts.tweak)
 }
@@ -235,16 +239,20 @@ func (f *TypedFactory) Lifecycle() lifecycle.Interface {
 func (f *TypedFactory) Networking() networking.Interface {
 	return networking.New(f, f.opts.namespace, f.opts.tweak)
 }
-func (f *TypedFactory) Node() node.Interface     { return node.New(f, f.opts.namespace, f.opts.tweak) }
-func (f *TypedFactory) Policy() policy.Interface { return policy.New(f, f.opts.namespace, f.opts.tweak) }
-func (f *TypedFactory) Rbac() rbac.Interface     { return rbac.New(f, f.opts.namespace, f.opts.tweak) }
+func (f *TypedFactory) Node() node.Interface { return node.New(f, f.opts.namespace, f.opts.tweak) }
+func (f *TypedFactory) Policy() policy.Interface {
+	return policy.New(f, f.opts.namespace, f.opts.tweak)
+}
+func (f *TypedFactory) Rbac() rbac.Interface { return rbac.New(f, f.opts.namespace, f.opts.tweak) }
 func (f *TypedFactory) Resource() infresource.Interface {
 	return infresource.New(f, f.opts.namespace, f.opts.tweak)
 }
 func (f *TypedFactory) Scheduling() scheduling.Interface {
 	return scheduling.New(f, f.opts.namespace, f.opts.tweak)
 }
-func (f *TypedFactory) Storage() storage.Interface { return storage.New(f, f.opts.namespace, f.opts.tweak) }
+func (f *TypedFactory) Storage() storage.Interface {
+	return storage.New(f, f.opts.namespace, f.opts.tweak)
+}
 func (f *TypedFactory) Storagemigration() storagemigration.Interface {
 	return storagemigration.New(f, f.opts.namespace, f.opts.tweak)
 }

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/cachetune/cachetune/pkg/failure"
 )
 
 // Informer is a client-go SharedIndexInformer whose list and watch go through
@@ -79,7 +81,7 @@ func (i *Informer) reflectorError(ctx context.Context, _ *cache.Reflector, err e
 	if err == nil || isReported(err) || errors.Is(err, context.Canceled) {
 		return
 	}
-	i.tracker.fail(ctx, PhaseWatch, err, 0)
+	i.tracker.fail(ctx, Failure{Reason: failure.WatchFailed, Err: err})
 }
 
 // Name is the informer's name in logs, metrics and profiles: factory/resource.
@@ -129,7 +131,7 @@ func (i *Informer) SetTransform(handler cache.TransformFunc) error {
 }
 
 // SetWatchErrorHandler registers a handler called for every list or watch failure
-// of this informer, with a *FailureError. Unlike client-go, which keeps one handler
+// of this informer, with a *failure.Error (see package failure to classify it). Unlike client-go, which keeps one handler
 // and never calls it for many failures (a 410 on a streaming list, a stalled or
 // malformed watch), leanstore calls every registered handler for each failure.
 func (i *Informer) SetWatchErrorHandler(handler cache.WatchErrorHandler) error {

@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/cachetune/cachetune/pkg/failure"
 )
 
 // listWatch is the cache.ListerWatcher behind every leanstore informer.
@@ -82,10 +84,9 @@ func (lw *listWatch) Watch(opts metav1.ListOptions) (watch.Interface, error) {
 // store (unchanged ones are the cached objects themselves).
 func (lw *listWatch) ListWithContext(ctx context.Context, reflectorOpts metav1.ListOptions) (kruntime.Object, error) {
 	lw.dropPending()
-	phase := PhaseRelist
-	if !lw.isSynced() {
-		phase = PhaseInitialList
-	}
+	listFailure := Failure{Reason: failure.InitialListFailed, Relist: lw.isSynced()}
+	streamFailure := listFailure
+	streamFailure.Streaming = true
 	// "0" lets the API server answer from its watch cache in one piece, ignoring
 	// any page size; "" is a consistent read that honours pages.
 	rv := reflectorOpts.ResourceVersion
@@ -94,7 +95,7 @@ func (lw *listWatch) ListWithContext(ctx context.Context, reflectorOpts metav1.L
 	}
 	for {
 		if err := lw.src.resolve(ctx); err != nil {
-			if !lw.failed(ctx, phase, err) {
+			if !lw.failed(ctx, listFailure, err) {
 				return nil, ctx.Err()
 			}
 			continue
@@ -112,11 +113,11 @@ func (lw *listWatch) ListWithContext(ctx context.Context, reflectorOpts metav1.L
 				lw.state.refuse(lw.opts.streaming, err)
 				// fall through to a paged LIST right away
 			case isExpired(err) && rv != "":
-				lw.tracker.fail(ctx, PhaseStreamingList, err, 0)
+				lw.report(ctx, streamFailure, err, 0)
 				rv = ""
 				continue
 			default:
-				if !lw.failed(ctx, PhaseStreamingList, err) {
+				if !lw.failed(ctx, streamFailure, err) {
 					return nil, ctx.Err()
 				}
 				continue
@@ -130,21 +131,27 @@ func (lw *listWatch) ListWithContext(ctx context.Context, reflectorOpts metav1.L
 			return nil, ctx.Err()
 		}
 		if isExpired(err) && rv != "" {
-			lw.tracker.fail(ctx, phase, err, 0)
+			lw.report(ctx, listFailure, err, 0)
 			rv = ""
 			continue
 		}
-		if !lw.failed(ctx, phase, err) {
+		if !lw.failed(ctx, listFailure, err) {
 			return nil, ctx.Err()
 		}
 	}
 }
 
 // failed reports a failure and waits out the backoff; false means ctx ended.
-func (lw *listWatch) failed(ctx context.Context, phase Phase, err error) bool {
+func (lw *listWatch) failed(ctx context.Context, f Failure, err error) bool {
 	d := lw.backoff.delay()
-	lw.tracker.fail(ctx, phase, err, d)
+	lw.report(ctx, f, err, d)
 	return sleep(ctx, d)
+}
+
+// report reports a failure after which the informer retries after next.
+func (lw *listWatch) report(ctx context.Context, f Failure, err error, next time.Duration) {
+	f.Err, f.NextDelay = err, next
+	lw.tracker.fail(ctx, f)
 }
 
 // listResult is a complete list, ready for the reflector.
@@ -272,7 +279,7 @@ func (lw *listWatch) streamingList(ctx context.Context, rv string) (listResult, 
 			return res, ctx.Err()
 		case <-idle:
 			w.Stop()
-			return res, &stalledError{idle: lw.opts.idleTimeout.String()}
+			return res, stalled(lw.opts.idleTimeout)
 		case ev, ok := <-w.ResultChan():
 			if !ok {
 				return res, fmt.Errorf("streaming list of %s ended after %d objects, before the end of its initial events", lw.gr(), len(res.items))
@@ -398,11 +405,12 @@ func (lw *listWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptio
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
+		start := Failure{Reason: failure.WatchStartFailed}
 		if isExpired(err) {
-			lw.tracker.fail(ctx, PhaseWatchStart, err, 0)
+			lw.report(ctx, start, err, 0)
 			return nil, reportedError{err}
 		}
-		if !lw.failed(ctx, PhaseWatchStart, err) {
+		if !lw.failed(ctx, start, err) {
 			return nil, ctx.Err()
 		}
 	}
@@ -448,4 +456,9 @@ func refusesStreaming(err error) bool {
 	}
 	var status apierrors.APIStatus
 	return errors.As(err, &status) && status.Status().Code == 422
+}
+
+// stalled is the error of a watch silent for longer than idle.
+func stalled(idle time.Duration) error {
+	return fmt.Errorf("no event or bookmark for %s", idle)
 }

@@ -21,9 +21,9 @@ func newMetrics(factory string, r prometheus.Registerer, informers func() []*Inf
 	m := &metrics{
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "cachetune", Subsystem: "leanstore", Name: "failures_total",
-			Help:        "List and watch failures of leanstore informers, by phase and error class.",
+			Help:        "List and watch failures of leanstore informers, by watcher stage (reason) and cause.",
 			ConstLabels: constLabels,
-		}, []string{"informer", "resource", "phase", "class"}),
+		}, []string{"informer", "resource", "reason", "cause"}),
 		lists: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "cachetune", Subsystem: "leanstore", Name: "lists_total",
 			Help:        "Completed lists of leanstore informers, by list path (streaming or list).",
@@ -43,7 +43,7 @@ func (m *metrics) failure(f Failure) {
 	if m == nil {
 		return
 	}
-	m.failures.WithLabelValues(f.Informer, f.Resource, string(f.Phase), f.Class).Inc()
+	m.failures.WithLabelValues(f.Informer, f.Resource, string(f.Reason), string(f.Class.Cause)).Inc()
 }
 
 func (m *metrics) listed(informer, resource string, path ListPath) {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+
+	"github.com/cachetune/cachetune/pkg/failure"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -25,28 +27,23 @@ const (
 	ListPathClientGo ListPath = "client-go"
 )
 
-// Phase is the step of the list-and-watch cycle where a failure happened.
-type Phase string
-
-const (
-	PhaseInitialList   Phase = "initial-list"   // a list before the first sync
-	PhaseRelist        Phase = "relist"         // a list after the first sync
-	PhaseWatchStart    Phase = "watch-start"    // opening a watch
-	PhaseWatch         Phase = "watch"          // a watch that failed mid-stream
-	PhaseWatchStalled  Phase = "watch-stalled"  // a watch silent for longer than the idle timeout
-	PhaseStreamingList Phase = "streaming-list" // a streaming list that failed part-way
-)
-
 // Failure is one failed list or watch attempt of an informer.
 type Failure struct {
 	Informer string
 	Resource string
-	Phase    Phase
-	// Class is the error's class (see pkg/failure), e.g. "status-410", "network".
-	Class string
-	// Transient reports whether retrying may succeed without a change elsewhere.
-	Transient bool
-	Err       error
+	// Reason is the stage that failed: failure.InitialListFailed (any list,
+	// see Relist and Streaming), WatchStartFailed, WatchFailed, WatchError (an
+	// ERROR event such as 410 Gone) or WatchStalled.
+	Reason failure.Reason
+	// Class is the error's full classification, e.g. Cause Forbidden, Code 403,
+	// Permanent.
+	Class failure.Class
+	// Relist is true for a list after the first sync.
+	Relist bool
+	// Streaming is true when the failed list was a streaming list.
+	Streaming bool
+	// Err is a *failure.Error wrapping what went wrong.
+	Err error
 	// Attempt counts consecutive failures, from 1.
 	Attempt int
 	// NextDelay is how long the informer waits before trying again (0 when the
@@ -69,15 +66,17 @@ type Status struct {
 	LastListTime   time.Time `json:"lastListTime,omitzero"`
 	LastListCount  int       `json:"lastListCount"`
 	// ReusedObjects counts objects of the last list that were unchanged and kept.
-	ReusedObjects       int              `json:"reusedObjects"`
-	LastError           string           `json:"lastError,omitempty"`
-	LastErrorClass      string           `json:"lastErrorClass,omitempty"`
-	LastErrorTime       time.Time        `json:"lastErrorTime,omitzero"`
-	FailingSince        time.Time        `json:"failingSince,omitzero"`
-	ConsecutiveFailures int              `json:"consecutiveFailures"`
-	FailuresByClass     map[string]int64 `json:"failuresByClass,omitempty"`
-	WatchesStarted      int64            `json:"watchesStarted"`
-	StalledWatches      int64            `json:"stalledWatches"`
+	ReusedObjects       int            `json:"reusedObjects"`
+	LastError           string         `json:"lastError,omitempty"`
+	LastErrorReason     failure.Reason `json:"lastErrorReason,omitempty"`
+	LastErrorCause      failure.Reason `json:"lastErrorCause,omitempty"`
+	LastErrorTime       time.Time      `json:"lastErrorTime,omitzero"`
+	FailingSince        time.Time      `json:"failingSince,omitzero"`
+	ConsecutiveFailures int            `json:"consecutiveFailures"`
+	// FailuresByCause counts failures by their cause, e.g. Gone, Forbidden.
+	FailuresByCause map[failure.Reason]int64 `json:"failuresByCause,omitempty"`
+	WatchesStarted  int64                    `json:"watchesStarted"`
+	StalledWatches  int64                    `json:"stalledWatches"`
 }
 
 // Degraded reports whether the informer has failed at least n times in a row.
@@ -100,7 +99,7 @@ func newTracker(informer, resource, wire string, logger logr.Logger, m *metrics)
 		informer: informer, resource: resource,
 		logger:  logger.WithValues("informer", informer, "resource", resource),
 		metrics: m,
-		st:      Status{Informer: informer, Resource: resource, Wire: wire, FailuresByClass: map[string]int64{}},
+		st:      Status{Informer: informer, Resource: resource, Wire: wire, FailuresByCause: map[failure.Reason]int64{}},
 	}
 }
 
@@ -108,9 +107,9 @@ func (t *tracker) status() Status {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := t.st
-	s.FailuresByClass = make(map[string]int64, len(t.st.FailuresByClass))
-	for k, v := range t.st.FailuresByClass {
-		s.FailuresByClass[k] = v
+	s.FailuresByCause = make(map[failure.Reason]int64, len(t.st.FailuresByCause))
+	for k, v := range t.st.FailuresByCause {
+		s.FailuresByCause[k] = v
 	}
 	return s
 }
@@ -121,33 +120,41 @@ func (t *tracker) addHandler(h cache.WatchErrorHandlerWithContext) {
 	t.mu.Unlock()
 }
 
-// fail records and reports a failure. It returns the failure's attempt number.
-func (t *tracker) fail(ctx context.Context, phase Phase, err error, next time.Duration) {
-	class, transient := classify(err)
+// fail records and reports a failure of stage reason.
+func (t *tracker) fail(ctx context.Context, f Failure) {
 	now := time.Now()
+	var fe *failure.Error
+	if !errors.As(f.Err, &fe) || fe.Reason != f.Reason {
+		fe = failure.Watcher(f.Reason, t.resource, f.Err)
+	}
 	t.mu.Lock()
 	if t.st.ConsecutiveFailures == 0 {
 		t.st.FailingSince = now
 	}
 	t.st.ConsecutiveFailures++
-	t.st.LastError = err.Error()
-	t.st.LastErrorClass = class
+	fe.Attempt = t.st.ConsecutiveFailures
+	if d, ok := failure.RetryAfter(fe); ok {
+		fe.RetryAfter = d
+	}
+	f.Informer, f.Resource, f.Err, f.Attempt, f.Time = t.informer, t.resource, fe, fe.Attempt, now
+	f.Class = failure.Classify(fe)
+	t.st.LastError = fe.Error()
+	t.st.LastErrorReason = f.Reason
+	t.st.LastErrorCause = f.Class.Cause
 	t.st.LastErrorTime = now
-	t.st.FailuresByClass[class]++
-	if phase == PhaseWatchStalled {
+	t.st.FailuresByCause[f.Class.Cause]++
+	if f.Reason == failure.WatchStalled {
 		t.st.StalledWatches++
 	}
-	attempt := t.st.ConsecutiveFailures
 	handlers := append([]cache.WatchErrorHandlerWithContext(nil), t.handlers...)
 	t.mu.Unlock()
 
-	f := Failure{Informer: t.informer, Resource: t.resource, Phase: phase, Class: class, Transient: transient,
-		Err: err, Attempt: attempt, NextDelay: next, Time: now}
-	t.logger.Error(err, "list/watch failed", "phase", phase, "class", class, "transient", transient,
-		"attempt", attempt, "nextDelay", next.Round(time.Millisecond).String())
+	t.logger.Error(fe, "list/watch failed", "reason", f.Reason, "cause", f.Class.Cause, "code", f.Class.Code,
+		"transient", f.Class.Transient, "relist", f.Relist, "streaming", f.Streaming,
+		"attempt", f.Attempt, "nextDelay", f.NextDelay.Round(time.Millisecond).String())
 	t.metrics.failure(f)
 	for _, h := range handlers {
-		h(ctx, nil, &FailureError{Failure: f})
+		h(ctx, nil, fe)
 	}
 }
 
@@ -179,16 +186,6 @@ func (t *tracker) watchStarted() {
 	t.st.WatchesStarted++
 	t.mu.Unlock()
 }
-
-// FailureError is the error given to watch-error handlers registered on a
-// leanstore informer: it carries the whole Failure.
-type FailureError struct{ Failure Failure }
-
-func (e *FailureError) Error() string {
-	return string(e.Failure.Phase) + " of " + e.Failure.Resource + " failed (" + e.Failure.Class + "): " + e.Failure.Err.Error()
-}
-
-func (e *FailureError) Unwrap() error { return e.Failure.Err }
 
 // reportedError marks an error that the tracker has already reported, so that the
 // reflector's own error handler does not report it again.

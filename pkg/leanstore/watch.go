@@ -9,6 +9,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/cachetune/cachetune/pkg/failure"
 )
 
 // leanWatch wraps a watch: it strips each object before the reflector sees it,
@@ -60,7 +62,7 @@ func (w *leanWatch) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-idle:
-			w.lw.tracker.fail(ctx, PhaseWatchStalled, &stalledError{idle: idleTimeout.String()}, 0)
+			w.lw.report(ctx, Failure{Reason: failure.WatchStalled}, stalled(idleTimeout), 0)
 			return // the reflector sees the channel close and watches again from its last resourceVersion
 		case ev, ok := <-w.inner.ResultChan():
 			if !ok {
@@ -73,17 +75,17 @@ func (w *leanWatch) run(ctx context.Context) {
 			case watch.Added, watch.Modified, watch.Deleted:
 				obj, err := w.lw.strip.apply(ev.Object, w.lw.gr())
 				if err != nil {
-					w.lw.tracker.fail(ctx, PhaseWatch, err, 0)
+					w.lw.report(ctx, Failure{Reason: failure.WatchFailed}, err, 0)
 					return
 				}
 				o, ok := obj.(runtime.Object)
 				if !ok {
-					w.lw.tracker.fail(ctx, PhaseWatch, fmt.Errorf("%s: transform returned %T, not a runtime.Object", w.lw.gr(), obj), 0)
+					w.lw.report(ctx, Failure{Reason: failure.WatchFailed}, fmt.Errorf("%s: transform returned %T, not a runtime.Object", w.lw.gr(), obj), 0)
 					return
 				}
 				ev.Object = o
 			case watch.Error:
-				w.lw.tracker.fail(ctx, PhaseWatch, apierrors.FromObject(ev.Object), 0)
+				w.lw.report(ctx, Failure{Reason: failure.WatchError}, apierrors.FromObject(ev.Object), 0)
 			}
 			if ev.Type != watch.Error {
 				if events++; events == 1 {

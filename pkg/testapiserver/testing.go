@@ -2,6 +2,7 @@ package testapiserver
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"regexp"
@@ -21,6 +22,10 @@ import (
 // With -short, no server is started and *srv stays nil: tests that need it
 // should call Skip.
 func Main(m *testing.M, opts Options, srv **Server) int {
+	flag.Parse()
+	if testing.Short() {
+		return m.Run()
+	}
 	if opts.Progress == nil {
 		opts.Progress = os.Stderr
 	}
@@ -48,8 +53,13 @@ var nsSeq atomic.Int64
 // namespace is left in place when the test ends: without a controller manager, a
 // deleted namespace would stay Terminating anyway, and the server is thrown away
 // with all its data when the test binary ends.
+//
+// On a nil Server (tests run with -short, see Main) it skips the test.
 func (s *Server) NewNamespace(t testing.TB) string {
 	t.Helper()
+	if s == nil {
+		t.Skip("needs the local kube-apiserver, which -short does not start")
+	}
 	name := namespaceName(t.Name(), nsSeq.Add(1))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -1,0 +1,76 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+
+	"github.com/cachetune/cachetune/pkg/leanstore"
+)
+
+// The leanstore modes: cachetune's drop-in factories, with the same stripping as
+// the client-go modes beside them, so that each pair differs only in the library.
+func init() {
+	RegisterBothListPaths(Mode{Name: "leanstore/typed-strip-mf", Title: "leanstore typed, strip managedFields",
+		Supports: BuiltinOnly, Start: startLeanTyped()})
+	RegisterBothListPaths(Mode{Name: "leanstore/typed-strip-mf-la", Title: "leanstore typed, strip managedFields and last-applied",
+		Supports: BuiltinOnly, Start: startLeanTyped(leanstore.WithStripLastApplied())})
+	RegisterBothListPaths(Mode{Name: "leanstore/typed-lean", Title: "leanstore typed, strip managedFields and last-applied, intern strings",
+		Supports: BuiltinOnly, Start: startLeanTyped(leanstore.WithStripLastApplied(), leanstore.WithInterning(true))})
+	RegisterBothListPaths(Mode{Name: "leanstore/metadata-strip-mf", Title: "leanstore metadata-only, strip managedFields",
+		Start: startLeanMetadata()})
+	RegisterBothListPaths(Mode{Name: "leanstore/metadata-lean", Title: "leanstore metadata-only, strip managedFields and last-applied, intern strings",
+		Start: startLeanMetadata(leanstore.WithStripLastApplied(), leanstore.WithInterning(true))})
+}
+
+func streamingOption(env Env) leanstore.Option {
+	if env.Streaming {
+		return leanstore.WithStreamingLists(leanstore.StreamingAuto)
+	}
+	return leanstore.WithStreamingLists(leanstore.StreamingOff)
+}
+
+func startLeanTyped(opts ...leanstore.Option) func(context.Context, Env) (Cache, error) {
+	return func(ctx context.Context, env Env) (Cache, error) {
+		cs, err := kubernetes.NewForConfig(env.Config)
+		if err != nil {
+			return Cache{}, err
+		}
+		all := append([]leanstore.Option{leanstore.WithNamespace(env.Namespace), streamingOption(env)}, opts...)
+		f := leanstore.NewSharedInformerFactory(cs, 0, all...)
+		gi, err := f.ForResource(env.Resource)
+		if err != nil {
+			return Cache{}, fmt.Errorf("leanstore informer for %s: %w", env.Resource.Resource, err)
+		}
+		return startLean(ctx, env, f.StartWithContext, f.Shutdown, gi.Informer().(*leanstore.Informer))
+	}
+}
+
+func startLeanMetadata(opts ...leanstore.Option) func(context.Context, Env) (Cache, error) {
+	return func(ctx context.Context, env Env) (Cache, error) {
+		mc, err := metadata.NewForConfig(env.Config)
+		if err != nil {
+			return Cache{}, err
+		}
+		all := append([]leanstore.Option{leanstore.WithNamespace(env.Namespace), streamingOption(env)}, opts...)
+		f := leanstore.NewMetadataSharedInformerFactory(mc, 0, all...)
+		inf := f.ForResource(env.Resource).Informer().(*leanstore.Informer)
+		return startLean(ctx, env, f.StartWithContext, f.Shutdown, inf)
+	}
+}
+
+func startLean(ctx context.Context, env Env, start func(context.Context), shutdown func(), inf *leanstore.Informer) (Cache, error) {
+	if _, err := inf.AddEventHandler(env.Handler); err != nil {
+		return Cache{}, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	start(ctx)
+	return Cache{
+		HasSynced: inf.HasSynced,
+		Len:       func() int { return len(inf.GetStore().ListKeys()) },
+		ListPath:  func() string { return string(inf.Status().ListPath) },
+		Stop:      func() { cancel(); shutdown() },
+	}, nil
+}
