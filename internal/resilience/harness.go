@@ -206,6 +206,10 @@ func Run(ctx context.Context, cfg *rest.Config, namespace string, newInformer Ne
 			return res, err
 		}
 	}
+	// Errors from here on come from stopping the informer, not the fault.
+	mu.Lock()
+	counting = false
+	mu.Unlock()
 	res.Writes, res.WriteErrors, _ = w.stats()
 	return res, nil
 }
