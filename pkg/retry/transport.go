@@ -34,7 +34,7 @@ func NewTransport(next http.RoundTripper, opts ...Option) *Transport {
 	return &Transport{next: next, o: o}
 }
 
-// Wrap installs a Transport in cfg, under the authentication and user-agent
+// Wrap installs a Transport in cfg, under the authentication and header
 // layers that client-go adds, so every client built from cfg afterwards
 // retries 429, 503 and 504. It keeps any WrapTransport already set.
 func Wrap(cfg *rest.Config, opts ...Option) {
