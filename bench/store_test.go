@@ -1,0 +1,171 @@
+package bench_test
+
+import (
+	"fmt"
+	"runtime"
+	"runtime/metrics"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/cachetune/cachetune/internal/bench"
+)
+
+// storeModes are ways of filling an informer's store with plain client-go:
+// what each object costs once it is cached.
+var storeModes = []struct {
+	name     string
+	metadata bool // decode PartialObjectMetadata, as a metadata-only informer does
+	t        cache.TransformFunc
+}{
+	{"typed", false, nil},
+	{"typed-strip-mf", false, bench.StripManagedFields},
+	{"typed-strip-mf-la", false, bench.StripManagedFieldsAndLastApplied},
+	{"metadata", true, nil},
+	{"metadata-strip-mf", true, bench.StripManagedFields},
+}
+
+// metaSerializer speaks PartialObjectMetadataList in protobuf, the list a
+// metadata-only informer receives.
+var metaSerializer = func() kruntime.Serializer {
+	s := kruntime.NewScheme()
+	metav1.AddMetaToScheme(s)
+	return protobuf.NewSerializer(s, s)
+}()
+
+// encodeFor encodes n Pods as the list a mode's informer receives.
+func encodeFor(b *testing.B, metadata bool, n int) []byte {
+	pods := loadPods(b, n)
+	if !metadata {
+		return encode(b, encodings[0].s, pods)
+	}
+	list := &metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{Kind: "PartialObjectMetadataList", APIVersion: "meta.k8s.io/v1"}}
+	for _, p := range pods.Items {
+		list.Items = append(list.Items, metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"}, ObjectMeta: p.ObjectMeta})
+	}
+	var buf []byte
+	if err := metaSerializer.Encode(list, &sliceWriter{&buf}); err != nil {
+		b.Fatal(err)
+	}
+	return buf
+}
+
+// fill decodes a protobuf list and fills an indexer as an informer does: the
+// store holds pointers into the list's items (meta.ExtractList), transformed.
+func fill(b *testing.B, data []byte, metadata bool, t cache.TransformFunc) cache.Indexer {
+	var items []any
+	var rv string
+	if metadata {
+		list := &metav1.PartialObjectMetadataList{}
+		if _, _, err := metaSerializer.Decode(data, nil, list); err != nil {
+			b.Fatal(err)
+		}
+		for i := range list.Items {
+			items = append(items, &list.Items[i])
+		}
+		rv = list.ResourceVersion
+	} else {
+		list := &corev1.PodList{}
+		if _, _, err := encodings[0].s.Decode(data, nil, list); err != nil {
+			b.Fatal(err)
+		}
+		for i := range list.Items {
+			items = append(items, &list.Items[i])
+		}
+		rv = list.ResourceVersion
+	}
+	if t != nil {
+		for i, o := range items {
+			var err error
+			if items[i], err = t(o); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	if err := idx.Replace(items, rv); err != nil {
+		b.Fatal(err)
+	}
+	return idx
+}
+
+func liveHeap() uint64 {
+	runtime.GC()
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// retained fills a store once and returns the live heap it holds per object.
+// It runs apart from the timed loop, whose last store could still be reachable
+// from the benchmark's frame while it measures.
+func retained(b *testing.B, data []byte, metadata bool, t cache.TransformFunc, n int) float64 {
+	before := liveHeap()
+	idx := fill(b, data, metadata, t)
+	after := liveHeap()
+	runtime.KeepAlive(idx)
+	if after < before {
+		b.Fatalf("live heap fell from %d to %d while holding a store", before, after)
+	}
+	return float64(after-before) / float64(n)
+}
+
+// BenchmarkStore fills a store from a protobuf list in each mode and reports
+// the live heap per cached object after a GC: the steady-state cost that
+// cachebench's live heap per object measures in a whole process.
+func BenchmarkStore(b *testing.B) {
+	for _, m := range storeModes {
+		for _, n := range sizes {
+			b.Run(fmt.Sprintf("%s/pods=%d", m.name, n), func(b *testing.B) {
+				data := encodeFor(b, m.metadata, n)
+				perObject := retained(b, data, m.metadata, m.t, n)
+				ops := 0
+				for b.Loop() {
+					if len(fill(b, data, m.metadata, m.t).ListKeys()) != n {
+						b.Fatal("store not filled")
+					}
+					ops++
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(ops*n), "ns/object")
+				b.ReportMetric(perObject, "live-B/object")
+			})
+		}
+	}
+}
+
+// BenchmarkTransform is the CPU cost of the strip transforms per object,
+// on freshly decoded Pods.
+func BenchmarkTransform(b *testing.B) {
+	const n = 1000
+	data := encode(b, encodings[0].s, loadPods(b, n))
+	for _, tc := range []struct {
+		name string
+		f    cache.TransformFunc
+	}{
+		{"strip-mf", bench.StripManagedFields},
+		{"strip-mf-la", bench.StripManagedFieldsAndLastApplied},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			ops := 0
+			for b.Loop() {
+				b.StopTimer()
+				list := &corev1.PodList{}
+				if _, _, err := encodings[0].s.Decode(data, nil, list); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				for i := range list.Items {
+					if _, err := tc.f(&list.Items[i]); err != nil {
+						b.Fatal(err)
+					}
+				}
+				ops++
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(ops*n), "ns/object")
+		})
+	}
+}
