@@ -4,7 +4,7 @@ GO        ?= go
 TESTFLAGS ?= -race -count=1 -timeout 60m
 GOLANGCI  := github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 
-.PHONY: help test test-short bench apiserver lint tidy-check golangci clean
+.PHONY: help test test-short bench golden apiserver lint tidy-check golangci clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -15,9 +15,11 @@ test: apiserver ## unit and integration tests on a real kube-apiserver, with -ra
 test-short: ## unit tests only: nothing that needs the API server
 	$(GO) test -short -race -count=1 ./...
 
-bench: apiserver ## the main job: cachebench on the local kube-apiserver with the standard dataset
-	@echo "cachebench run is not there yet: this seeds sample Pods on the local server and prints their sizes"
-	$(GO) test -count=1 -v -run TestSeedMeasureClean ./pkg/dataset/
+bench: apiserver ## the main job: cachebench run on the local kube-apiserver with the standard dataset (report in out/)
+	$(GO) run ./cmd/cachebench run
+
+golden: ## regenerate the golden files of cachebench's table and HTML report
+	$(GO) test -count=1 ./internal/bench/ -run Golden -update
 
 apiserver: ## build the local kube-apiserver into bin/ (about 8 minutes the first time, then cached)
 	$(GO) run ./cmd/cachebench apiserver --build-only
