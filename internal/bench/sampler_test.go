@@ -26,7 +26,11 @@ func TestSamplerSeesSyntheticPeak(t *testing.T) {
 	t0 := time.Since(start)
 	const size = 64 << 20
 	for range size / (1 << 20) {
-		sink = append(sink, make([]byte, 1<<20))
+		b := make([]byte, 1<<20)
+		for i := 0; i < len(b); i += 4096 {
+			b[i] = 1 // fresh pages are resident only once written
+		}
+		sink = append(sink, b)
 	}
 	time.Sleep(50 * time.Millisecond)
 	t1 := time.Since(start)
