@@ -1,7 +1,9 @@
 package leanstore
 
 import (
+	"reflect"
 	"time"
+	"unsafe"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -9,6 +11,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -33,14 +36,16 @@ func NewMetadataSharedInformerFactory(client metadata.Interface, defaultResync t
 func (f *MetadataFactory) ForResource(gvr schema.GroupVersionResource) informers.GenericInformer {
 	inf := f.get(gvr, func() *Informer {
 		gr := gvr.GroupResource()
+		src := &metadataSource{client: f.client, gvr: gvr, ns: f.opts.namespace, rest: metadataRESTClient(f.client)}
 		return newInformer(informerConfig{
 			name:     f.opts.name + "/" + gr.String(),
-			src:      &metadataSource{client: f.client, gvr: gvr, ns: f.opts.namespace},
+			src:      src,
 			gr:       func() schema.GroupResource { return gr },
 			example:  &metav1.PartialObjectMetadata{},
 			indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
 			resync:   f.opts.resync,
 			wire:     string(WireProtobuf),
+			lean:     src.rest != nil,
 		}, &f.opts, f.state, f.metrics)
 	})
 	return genericInformer{informer: inf, resource: gvr.GroupResource()}
@@ -49,4 +54,25 @@ func (f *MetadataFactory) ForResource(gvr schema.GroupVersionResource) informers
 // WaitForCacheSync waits for every started informer to sync and reports which did.
 func (f *MetadataFactory) WaitForCacheSync(stopCh <-chan struct{}) map[schema.GroupVersionResource]bool {
 	return f.waitForCacheSync(wait.ContextForChannel(stopCh))
+}
+
+// metadataRESTClient returns the REST client inside client-go's metadata client,
+// which the lean decoder needs to read raw protobuf responses. client-go does not
+// export it, so it is read from the unexported field; when that field is not
+// there (another client-go version, or another implementation of
+// metadata.Interface) it returns nil and the informer decodes as client-go does.
+func metadataRESTClient(c metadata.Interface) rest.Interface {
+	mc, ok := c.(*metadata.Client)
+	if !ok || mc == nil {
+		return nil
+	}
+	f := reflect.ValueOf(mc).Elem().FieldByName("client")
+	if !f.IsValid() || f.Type() != reflect.TypeFor[*rest.RESTClient]() {
+		return nil
+	}
+	rc := reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().Interface().(*rest.RESTClient)
+	if rc == nil {
+		return nil
+	}
+	return rc
 }

@@ -109,12 +109,13 @@ func (f *TypedFactory) build(obj runtime.Object, newFunc internalinterfaces.NewI
 	mapping := newResourceMapping(gvks[0], disc)
 	return newInformer(informerConfig{
 		name:     f.opts.name + "/" + mapping.groupResource().String(),
-		src:      &restSource{client: rc, namespace: f.opts.namespace, mapping: mapping},
+		src:      &restSource{client: rc, namespace: f.opts.namespace, mapping: mapping, example: obj},
 		gr:       mapping.groupResource,
 		example:  obj,
 		indexers: indexers,
 		resync:   resync,
 		wire:     string(f.wire()),
+		lean:     f.wire() == WireProtobuf,
 	}, &f.opts, f.state, f.metrics)
 }
 

@@ -3,6 +3,7 @@ package leanstore
 import (
 	"context"
 	"errors"
+	"reflect"
 	"runtime/pprof"
 	"sync"
 	"time"
@@ -42,6 +43,8 @@ type informerConfig struct {
 	indexers cache.Indexers
 	resync   time.Duration
 	wire     string
+	// lean enables the lean protobuf decoder; src must then be a rawSource.
+	lean bool
 }
 
 func newInformer(cfg informerConfig, o *options, state *factoryState, m *metrics) *Informer {
@@ -57,6 +60,9 @@ func newInformer(cfg informerConfig, o *options, state *factoryState, m *metrics
 		ObjectDescription: cfg.name,
 	})
 	lw.store = inner.GetIndexer()
+	if cfg.lean {
+		lw.raw = cfg.src.(rawSource)
+	}
 	inf := &Informer{SharedIndexInformer: inner, name: cfg.name, resource: cfg.gr(), lw: lw, tracker: tr}
 	_ = inner.SetWatchErrorHandlerWithContext(inf.reflectorError)
 	return inf
@@ -146,5 +152,36 @@ func (i *Informer) SetWatchErrorHandlerWithContext(handler cache.WatchErrorHandl
 		return errors.New("leanstore: informer has already started")
 	}
 	i.tracker.addHandler(handler)
+	return nil
+}
+
+// Unwrap returns the leanstore Informer behind inf, or nil when inf is not one.
+// client-go's generated accessors wrap informers in a typed view
+// (factory.Core().V1().Pods().Informer() is a cache.TypedSharedIndexInformer);
+// Unwrap looks through it:
+//
+//	st := leanstore.Unwrap(factory.Core().V1().Pods().Informer()).Status()
+func Unwrap(inf cache.SharedIndexInformer) *Informer {
+	for range 4 { // a wrapper of a wrapper at most, in practice
+		if li, ok := inf.(*Informer); ok {
+			return li
+		}
+		v := reflect.ValueOf(inf)
+		if v.Kind() == reflect.Pointer {
+			v = v.Elem()
+		}
+		if v.Kind() != reflect.Struct {
+			return nil
+		}
+		f := v.FieldByName("SharedIndexInformer")
+		if !f.IsValid() || !f.CanInterface() {
+			return nil
+		}
+		next, ok := f.Interface().(cache.SharedIndexInformer)
+		if !ok {
+			return nil
+		}
+		inf = next
+	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package leanstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"reflect"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -44,8 +46,17 @@ type listWatch struct {
 	tracker *tracker
 	backoff *backoffState
 
+	// raw is src when it can hand out raw protobuf responses, which the lean
+	// decoder reads (see protodecode.go); nil otherwise.
+	raw rawSource
+
 	// store is the informer's indexer, where unchanged objects are looked up.
 	store cache.Store
+
+	// watchBroken is set when a watch ended in a failure: the next watch waits
+	// out the backoff first, so that a fault repeating on every watch costs a
+	// bounded number of requests.
+	watchBroken atomic.Bool
 
 	mu      sync.Mutex
 	synced  bool
@@ -56,8 +67,9 @@ type listWatch struct {
 // reflector's next Watch from that resourceVersion continues on it, as client-go
 // itself does, instead of opening a second request.
 type pendingWatch struct {
-	w  watch.Interface
-	rv string
+	w    watch.Interface
+	rv   string
+	lean bool
 }
 
 var (
@@ -206,9 +218,12 @@ func (lw *listWatch) pagedList(ctx context.Context, rv string) (listResult, erro
 	if rv != "" {
 		opts.ResourceVersionMatch = metav1.ResourceVersionMatchNotOlderThan
 	}
-	n := 0
+	var page listPager = lw.decodedPage
+	if lw.raw != nil {
+		page = lw.rawPage(lw.newDecoder())
+	}
 	for {
-		page, err := lw.src.list(ctx, lw.opts.listOptions(opts))
+		part, cont, err := page(ctx, lw.opts.listOptions(opts))
 		if err != nil {
 			if opts.Continue != "" && isExpired(err) {
 				// The snapshot behind the continue token is gone: start over with
@@ -217,33 +232,86 @@ func (lw *listWatch) pagedList(ctx context.Context, rv string) (listResult, erro
 			}
 			return res, err
 		}
-		lm, err := meta.ListAccessor(page)
-		if err != nil {
-			return res, fmt.Errorf("list %s: %w", lw.gr(), err)
-		}
-		err = meta.EachListItem(page, func(obj kruntime.Object) error {
-			kept, reused, err := lw.keep(obj, true)
-			if err != nil {
-				return err
-			}
-			if reused {
-				res.reused++
-			}
-			res.items = append(res.items, kept)
-			if n++; n%yieldEvery == 0 {
-				runtime.Gosched()
-			}
-			return nil
-		})
-		if err != nil {
-			return res, err
-		}
-		res.rv = lm.GetResourceVersion()
-		if opts.Continue = lm.GetContinue(); opts.Continue == "" {
+		res.items = append(res.items, part.items...)
+		res.reused += part.reused
+		res.rv = part.rv
+		if opts.Continue = cont; cont == "" {
 			return res, nil
 		}
 		opts.ResourceVersion, opts.ResourceVersionMatch = "", ""
 	}
+}
+
+// listPager fetches and decodes one page of a LIST.
+type listPager func(ctx context.Context, opts metav1.ListOptions) (listResult, string, error)
+
+// decodedPage lists one page with the client's own decoder.
+func (lw *listWatch) decodedPage(ctx context.Context, opts metav1.ListOptions) (res listResult, cont string, err error) {
+	page, err := lw.src.list(ctx, opts)
+	if err != nil {
+		return res, "", err
+	}
+	lm, err := meta.ListAccessor(page)
+	if err != nil {
+		return res, "", fmt.Errorf("list %s: %w", lw.gr(), err)
+	}
+	n := 0
+	err = meta.EachListItem(page, func(obj kruntime.Object) error {
+		kept, reused, err := lw.keep(obj, true)
+		if err != nil {
+			return err
+		}
+		if reused {
+			res.reused++
+		}
+		res.items = append(res.items, kept)
+		if n++; n%yieldEvery == 0 {
+			runtime.Gosched()
+		}
+		return nil
+	})
+	res.rv = lm.GetResourceVersion()
+	return res, lm.GetContinue(), err
+}
+
+// rawPage lists pages as protobuf and decodes them with the lean decoder. The
+// body buffer is reused from page to page and dropped with the pager.
+func (lw *listWatch) rawPage(d *protoDecoder) listPager {
+	var buf bytes.Buffer
+	return func(ctx context.Context, opts metav1.ListOptions) (listResult, string, error) {
+		body, err := lw.raw.rawList(ctx, opts)
+		if err != nil {
+			return listResult{}, "", err
+		}
+		buf.Reset()
+		_, err = buf.ReadFrom(body)
+		body.Close()
+		if err != nil {
+			return listResult{}, "", fmt.Errorf("read list of %s: %w", lw.gr(), err)
+		}
+		return d.decodeList(buf.Bytes(), lw.gr())
+	}
+}
+
+func (lw *listWatch) newDecoder() *protoDecoder {
+	return &protoDecoder{newObject: lw.raw.newObject, store: lw.store, strip: lw.strip}
+}
+
+// openWatch starts a watch: a lean protobuf stream when the source allows it.
+// The result's objects are final (stripped, or the cached ones) when lean is true.
+func (lw *listWatch) openWatch(ctx context.Context, opts metav1.ListOptions, onBroken func(error)) (w watch.Interface, d *protoDecoder, err error) {
+	if lw.raw == nil {
+		w, err = lw.src.watch(ctx, opts)
+		return w, nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	body, err := lw.raw.rawWatch(ctx, opts)
+	if err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	d = lw.newDecoder()
+	return newProtoWatch(body, cancel, d, lw.gr(), onBroken), d, nil
 }
 
 // streamingList runs a streaming list: a watch that first sends every object as
@@ -258,7 +326,8 @@ func (lw *listWatch) streamingList(ctx context.Context, rv string) (listResult, 
 		AllowWatchBookmarks:  true,
 		TimeoutSeconds:       &timeout,
 	})
-	w, err := lw.src.watch(ctx, opts)
+	var broken error
+	w, d, err := lw.openWatch(ctx, opts, func(err error) { broken = err })
 	if err != nil {
 		return listResult{}, err
 	}
@@ -282,6 +351,9 @@ func (lw *listWatch) streamingList(ctx context.Context, rv string) (listResult, 
 			return res, stalled(lw.opts.idleTimeout)
 		case ev, ok := <-w.ResultChan():
 			if !ok {
+				if broken != nil {
+					return res, broken
+				}
 				return res, fmt.Errorf("streaming list of %s ended after %d objects, before the end of its initial events", lw.gr(), len(res.items))
 			}
 			if timer != nil {
@@ -289,10 +361,13 @@ func (lw *listWatch) streamingList(ctx context.Context, rv string) (listResult, 
 			}
 			switch ev.Type {
 			case watch.Added, watch.Modified:
-				kept, reused, err := lw.keep(ev.Object, false)
-				if err != nil {
-					w.Stop()
-					return res, err
+				kept, reused := ev.Object, false
+				if d == nil { // objects from the lean decoder are final already
+					var err error
+					if kept, reused, err = lw.keep(ev.Object, false); err != nil {
+						w.Stop()
+						return res, err
+					}
 				}
 				key, _ := cache.MetaNamespaceKeyFunc(kept)
 				if i, ok := keys[key]; ok {
@@ -327,8 +402,11 @@ func (lw *listWatch) streamingList(ctx context.Context, rv string) (listResult, 
 					continue
 				}
 				res.rv = m.GetResourceVersion()
+				if d != nil {
+					res.reused = d.reused
+				}
 				lw.mu.Lock()
-				lw.pending = &pendingWatch{w: w, rv: res.rv}
+				lw.pending = &pendingWatch{w: w, rv: res.rv, lean: d != nil}
 				lw.mu.Unlock()
 				return res, nil
 			case watch.Error:
@@ -392,15 +470,18 @@ func shallowCopy(obj kruntime.Object) kruntime.Object {
 // must list again). The returned watch strips objects, reports errors and ends
 // itself when it has been silent for longer than the idle timeout.
 func (lw *listWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	if w := lw.takePending(opts.ResourceVersion); w != nil {
+	if p := lw.takePending(opts.ResourceVersion); p != nil {
 		lw.tracker.watchStarted()
-		return newLeanWatch(ctx, lw, w), nil
+		return newLeanWatch(ctx, lw, p.w, p.lean), nil
+	}
+	if lw.watchBroken.Swap(false) && !sleep(ctx, lw.backoff.delay()) {
+		return nil, ctx.Err()
 	}
 	for {
-		w, err := lw.src.watch(ctx, lw.opts.listOptions(opts))
+		w, d, err := lw.openWatch(ctx, lw.opts.listOptions(opts), lw.watchStreamBroke(ctx))
 		if err == nil {
 			lw.tracker.watchStarted()
-			return newLeanWatch(ctx, lw, w), nil
+			return newLeanWatch(ctx, lw, w, d != nil), nil
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -416,11 +497,20 @@ func (lw *listWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptio
 	}
 }
 
-func (lw *listWatch) takePending(rv string) watch.Interface {
+// watchStreamBroke reports a watch stream that broke and makes the next watch
+// wait out the backoff.
+func (lw *listWatch) watchStreamBroke(ctx context.Context) func(error) {
+	return func(err error) {
+		lw.watchBroken.Store(true)
+		lw.report(ctx, Failure{Reason: failure.WatchFailed}, err, 0)
+	}
+}
+
+func (lw *listWatch) takePending(rv string) *pendingWatch {
 	lw.mu.Lock()
-	defer lw.mu.Unlock()
 	p := lw.pending
 	lw.pending = nil
+	lw.mu.Unlock()
 	if p == nil {
 		return nil
 	}
@@ -428,7 +518,7 @@ func (lw *listWatch) takePending(rv string) watch.Interface {
 		p.w.Stop()
 		return nil
 	}
-	return p.w
+	return p
 }
 
 func (lw *listWatch) dropPending() {

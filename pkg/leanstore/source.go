@@ -2,6 +2,8 @@ package leanstore
 
 import (
 	"context"
+	"io"
+	"reflect"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,6 +15,15 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 )
+
+// rawSource is a source that can also hand out raw protobuf responses, for the
+// lean decoder (see protodecode.go).
+type rawSource interface {
+	source
+	rawList(ctx context.Context, opts metav1.ListOptions) (io.ReadCloser, error)
+	rawWatch(ctx context.Context, opts metav1.ListOptions) (io.ReadCloser, error)
+	newObject() runtime.Object
+}
 
 // source makes the list and watch requests of one resource.
 type source interface {
@@ -30,6 +41,33 @@ type restSource struct {
 	client    rest.Interface
 	namespace string
 	mapping   *resourceMapping
+	example   runtime.Object
+}
+
+func (s *restSource) newObject() runtime.Object { return newLike(s.example) }
+
+func (s *restSource) rawList(ctx context.Context, opts metav1.ListOptions) (io.ReadCloser, error) {
+	return s.client.Get().
+		NamespaceIfScoped(s.ns(), s.ns() != "").
+		Resource(s.mapping.resource()).
+		VersionedParams(&opts, scheme.ParameterCodec).
+		SetHeader("Accept", runtime.ContentTypeProtobuf).
+		Stream(ctx)
+}
+
+func (s *restSource) rawWatch(ctx context.Context, opts metav1.ListOptions) (io.ReadCloser, error) {
+	opts.Watch = true
+	return s.client.Get().
+		NamespaceIfScoped(s.ns(), s.ns() != "").
+		Resource(s.mapping.resource()).
+		VersionedParams(&opts, scheme.ParameterCodec).
+		SetHeader("Accept", runtime.ContentTypeProtobuf).
+		Stream(ctx)
+}
+
+// newLike returns a new empty object of example's type.
+func newLike(example runtime.Object) runtime.Object {
+	return reflect.New(reflect.TypeOf(example).Elem()).Interface().(runtime.Object)
 }
 
 func (s *restSource) resolve(ctx context.Context) error { return s.mapping.resolve(ctx) }
@@ -98,6 +136,43 @@ type metadataSource struct {
 	client metadata.Interface
 	gvr    schema.GroupVersionResource
 	ns     string
+	// rest is the metadata client's own REST client, for raw requests; nil when
+	// it could not be had (see metadataRESTClient).
+	rest rest.Interface
+}
+
+const (
+	acceptPartialList  = runtime.ContentTypeProtobuf + ";as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+	acceptPartialWatch = runtime.ContentTypeProtobuf + ";as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+)
+
+func (s *metadataSource) newObject() runtime.Object { return &metav1.PartialObjectMetadata{} }
+
+// path is the resource's URL path, as the metadata client builds it.
+func (s *metadataSource) path() string {
+	p := "/apis/" + s.gvr.Group + "/" + s.gvr.Version
+	if s.gvr.Group == "" {
+		p = "/api/" + s.gvr.Version
+	}
+	if s.ns != "" {
+		p += "/namespaces/" + s.ns
+	}
+	return p + "/" + s.gvr.Resource
+}
+
+func (s *metadataSource) rawList(ctx context.Context, opts metav1.ListOptions) (io.ReadCloser, error) {
+	return s.rest.Get().AbsPath(s.path()).
+		SpecificallyVersionedParams(&opts, metav1.ParameterCodec, schema.GroupVersion{Version: "v1"}).
+		SetHeader("Accept", acceptPartialList).
+		Stream(ctx)
+}
+
+func (s *metadataSource) rawWatch(ctx context.Context, opts metav1.ListOptions) (io.ReadCloser, error) {
+	opts.Watch = true
+	return s.rest.Get().AbsPath(s.path()).
+		SpecificallyVersionedParams(&opts, metav1.ParameterCodec, schema.GroupVersion{Version: "v1"}).
+		SetHeader("Accept", acceptPartialWatch).
+		Stream(ctx)
 }
 
 func (s *metadataSource) resolve(context.Context) error { return nil }

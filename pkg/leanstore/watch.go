@@ -21,14 +21,16 @@ import (
 type leanWatch struct {
 	lw    *listWatch
 	inner watch.Interface
+	// final is true when inner's objects are already stripped (the lean decoder).
+	final bool
 	out   chan watch.Event
 	stop  chan struct{}
 	once  sync.Once
 	done  chan struct{}
 }
 
-func newLeanWatch(ctx context.Context, lw *listWatch, inner watch.Interface) *leanWatch {
-	w := &leanWatch{lw: lw, inner: inner, out: make(chan watch.Event), stop: make(chan struct{}), done: make(chan struct{})}
+func newLeanWatch(ctx context.Context, lw *listWatch, inner watch.Interface, final bool) *leanWatch {
+	w := &leanWatch{lw: lw, inner: inner, final: final, out: make(chan watch.Event), stop: make(chan struct{}), done: make(chan struct{})}
 	go w.run(ctx)
 	return w
 }
@@ -62,6 +64,7 @@ func (w *leanWatch) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-idle:
+			w.lw.watchBroken.Store(true)
 			w.lw.report(ctx, Failure{Reason: failure.WatchStalled}, stalled(idleTimeout), 0)
 			return // the reflector sees the channel close and watches again from its last resourceVersion
 		case ev, ok := <-w.inner.ResultChan():
@@ -73,6 +76,9 @@ func (w *leanWatch) run(ctx context.Context) {
 			}
 			switch ev.Type {
 			case watch.Added, watch.Modified, watch.Deleted:
+				if w.final {
+					break
+				}
 				obj, err := w.lw.strip.apply(ev.Object, w.lw.gr())
 				if err != nil {
 					w.lw.report(ctx, Failure{Reason: failure.WatchFailed}, err, 0)
@@ -90,6 +96,7 @@ func (w *leanWatch) run(ctx context.Context) {
 			if ev.Type != watch.Error {
 				if events++; events == 1 {
 					w.lw.tracker.ok()
+					w.lw.backoff.reset()
 				}
 			}
 			select {

@@ -1,0 +1,131 @@
+package leanstore
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/cache"
+)
+
+var podsGR = schema.GroupResource{Resource: "pods"}
+
+func testPod(name, rv string) *corev1.Pod {
+	return &corev1.Pod{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: "ns", UID: types.UID("uid-" + name), ResourceVersion: rv,
+			Labels:      map[string]string{"app": "shop"},
+			Annotations: map[string]string{LastAppliedAnnotation: `{"big":"json"}`, "keep": "me", "tool.example.com/x": "y"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "a", Operation: metav1.ManagedFieldsOperationApply,
+				FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{}}`)}}},
+		},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "img:1"}}},
+	}
+}
+
+
+func encodePod(t *testing.T, p *corev1.Pod) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme).Encode(p, &buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func TestProtoDecoderStripsLikeTheTransform(t *testing.T) {
+	s := &stripper{managedFields: true, annotations: map[string]bool{LastAppliedAnnotation: true}, annotationPrefixes: []string{"tool.example.com/"}}
+	d := &protoDecoder{newObject: func() runtime.Object { return &corev1.Pod{} }, strip: s}
+	_, msg, err := unwrap(encodePod(t, testPod("a", "7")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, reused, err := d.object(msg, podsGR)
+	if err != nil || reused {
+		t.Fatalf("object: %v, reused %v", err, reused)
+	}
+	want := testPod("a", "7")
+	want.TypeMeta = metav1.TypeMeta{} // typed clients clear TypeMeta too
+	if _, err := s.apply(want, podsGR); err != nil {
+		t.Fatal(err)
+	}
+	if !equality.Semantic.DeepEqual(want, got) {
+		t.Fatalf("decoded object differs from the transformed one (-want +got):\n%s", cmp.Diff(want, got))
+	}
+}
+
+func TestProtoDecoderReusesUnchangedObjects(t *testing.T) {
+	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	cached := testPod("a", "7")
+	if err := store.Add(cached); err != nil {
+		t.Fatal(err)
+	}
+	d := &protoDecoder{newObject: func() runtime.Object { return &corev1.Pod{} }, strip: &stripper{managedFields: true}, store: store}
+	for _, tc := range []struct {
+		name      string
+		pod       *corev1.Pod
+		wantReuse bool
+	}{
+		{"same uid and resourceVersion", testPod("a", "7"), true},
+		{"new resourceVersion", testPod("a", "8"), false},
+		{"recreated with a new uid", func() *corev1.Pod { p := testPod("a", "7"); p.UID = "other"; return p }(), false},
+		{"another object", testPod("b", "7"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, msg, err := unwrap(encodePod(t, tc.pod))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, reused, err := d.object(msg, podsGR)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if reused != tc.wantReuse || (got == runtime.Object(cached)) != tc.wantReuse {
+				t.Fatalf("reused = %v (same pointer %v), want %v", reused, got == runtime.Object(cached), tc.wantReuse)
+			}
+		})
+	}
+}
+
+func TestProtoDecoderRejectsCorruptInput(t *testing.T) {
+	d := &protoDecoder{newObject: func() runtime.Object { return &corev1.Pod{} }, strip: &stripper{managedFields: true}}
+	good := encodePod(t, testPod("a", "7"))
+	for name, data := range map[string][]byte{
+		"no magic":        []byte(`{"kind":"Pod"}`),
+		"truncated":       good[:len(good)/2],
+		"garbage varint":  append(append([]byte{}, protoMagic...), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff),
+		"length overflow": append(append([]byte{}, protoMagic...), 0x12, 0xff, 0x01),
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, msg, err := unwrap(data)
+			if err == nil {
+				_, _, err = d.object(msg, podsGR)
+			}
+			if err == nil {
+				t.Fatal("corrupt input decoded without an error")
+			}
+		})
+	}
+}
+
+func TestDecodeListStatus(t *testing.T) {
+	var buf bytes.Buffer
+	st := &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure, Code: 410, Reason: metav1.StatusReasonExpired, Message: "too old"}
+	if err := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme).Encode(st, &buf); err != nil {
+		t.Fatal(err)
+	}
+	d := &protoDecoder{newObject: func() runtime.Object { return &corev1.Pod{} }, strip: &stripper{}}
+	_, _, err := d.decodeList(buf.Bytes(), podsGR)
+	if !isExpired(err) {
+		t.Fatalf("decodeList of a 410 Status = %v, want an expired error", err)
+	}
+}

@@ -1,0 +1,284 @@
+package leanstore_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/cachetune/cachetune/internal/leakcheck"
+	"github.com/cachetune/cachetune/pkg/dataset"
+	"github.com/cachetune/cachetune/pkg/faults"
+	"github.com/cachetune/cachetune/pkg/leanstore"
+	"github.com/cachetune/cachetune/pkg/testapiserver"
+)
+
+// leanFactory is what the re-list tests need of a leanstore factory.
+type leanFactory interface {
+	StartWithContext(context.Context)
+	Shutdown()
+	Status() []leanstore.Status
+}
+
+// startLean builds one pods informer of the given flavour against cfg.
+func startLean(t *testing.T, ctx context.Context, cfg *rest.Config, flavour string, opts ...leanstore.Option) (leanFactory, *leanstore.Informer) {
+	t.Helper()
+	var f leanFactory
+	var inf *leanstore.Informer
+	switch flavour {
+	case "typed":
+		tf := leanstore.NewSharedInformerFactory(kubernetes.NewForConfigOrDie(cfg), 0, opts...)
+		inf = leanstore.Unwrap(tf.Core().V1().Pods().Informer())
+		f = tf
+	case "metadata":
+		mf := leanstore.NewMetadataSharedInformerFactory(metadata.NewForConfigOrDie(cfg), 0, opts...)
+		inf = mf.ForResource(dataset.PodsGVR).Informer().(*leanstore.Informer)
+		f = mf
+	}
+	f.StartWithContext(ctx)
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		t.Fatal("informer did not sync")
+	}
+	return f, inf
+}
+
+// serverState is the namespace's pods as a fresh list sees them: key -> RV.
+func serverState(t *testing.T, ctx context.Context, ns string) map[string]string {
+	t.Helper()
+	list, err := srv.Clientset().CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, p := range list.Items {
+		out[ns+"/"+p.Name] = p.ResourceVersion
+	}
+	return out
+}
+
+func cacheState(inf cache.SharedIndexInformer) map[string]string {
+	out := map[string]string{}
+	for _, obj := range inf.GetStore().List() {
+		m := obj.(metav1.Object)
+		out[m.GetNamespace()+"/"+m.GetName()] = m.GetResourceVersion()
+	}
+	return out
+}
+
+func sameState(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// TestRelistKeepsUnchangedObjects forces re-lists with a 410 Gone on the watch,
+// through the fault proxy, and checks that every path (streaming and LIST, typed
+// and metadata-only) keeps the cached object for each unchanged object instead
+// of storing a second copy, and converges to the server's state.
+func TestRelistKeepsUnchangedObjects(t *testing.T) {
+	for _, flavour := range []string{"typed", "metadata"} {
+		for _, streaming := range []leanstore.StreamingMode{leanstore.StreamingAuto, leanstore.StreamingOff} {
+			t.Run(fmt.Sprintf("%s/streaming-%s", flavour, streaming), func(t *testing.T) {
+				testRelist(t, flavour, streaming)
+			})
+		}
+	}
+}
+
+func testRelist(t *testing.T, flavour string, streaming leanstore.StreamingMode) {
+	leakcheck.Check(t)
+	ctx := testContext(t, 2*time.Minute)
+	ns := srv.NewNamespace(t)
+	seedPods(t, ctx, ns, 40)
+	proxy, err := faults.Start(srv.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+
+	runCtx, stop := context.WithCancel(ctx)
+	f, inf := startLean(t, runCtx, proxy.Config(srv.Config), flavour,
+		leanstore.WithNamespace(ns), leanstore.WithStreamingLists(streaming), leanstore.WithPageSize(15), leanstore.WithStripLastApplied())
+	defer f.Shutdown()
+	defer stop()
+
+	before := map[string]runtime.Object{}
+	for _, obj := range inf.GetStore().List() {
+		before[keyOf(obj)] = obj.(runtime.Object)
+	}
+	// One pod changes between the lists: it must be replaced, the rest kept.
+	changed := "t"
+	pods := srv.Clientset().CoreV1().Pods(ns)
+	for _, obj := range before {
+		changed = obj.(metav1.Object).GetName()
+		break
+	}
+	proxy.ResetCounts()
+	n := proxy.EndWatches(faults.Match{Resource: "pods", Verb: faults.Watch}, faults.Gone())
+	n += proxy.EndWatches(faults.Match{Resource: "pods", Verb: faults.WatchList}, faults.Gone())
+	if n != 1 {
+		t.Fatalf("ended %d watches, want 1", n)
+	}
+	if _, err := pods.Patch(ctx, changed, types.MergePatchType, []byte(`{"metadata":{"labels":{"changed":"yes"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the re-list", func() bool { return inf.Status().Lists == 2 })
+	waitFor(t, ctx, "convergence to the server's state", func() bool { return sameState(serverState(t, ctx, ns), cacheState(inf)) })
+
+	st := inf.Status()
+	counts := proxy.Counts().ByResourceVerb["pods"]
+	wantPath := leanstore.ListPathStreaming
+	if streaming == leanstore.StreamingOff {
+		wantPath = leanstore.ListPathPaged
+		if counts[faults.List] < 3 || counts[faults.WatchList] != 0 {
+			t.Errorf("server saw %v, want paged LISTs (40 pods, 15 a page) and no streaming list", counts)
+		}
+	} else if counts[faults.WatchList] != 1 || counts[faults.List] != 0 {
+		t.Errorf("server saw %v, want one streaming list and no LIST", counts)
+	}
+	if st.ListPath != wantPath {
+		t.Errorf("list path %q, want %q", st.ListPath, wantPath)
+	}
+	kept := 0
+	for _, obj := range inf.GetStore().List() {
+		if old, ok := before[keyOf(obj)]; ok && old == obj.(runtime.Object) {
+			kept++
+		}
+	}
+	// The changed pod may have reached the cache through the watch before the
+	// re-list (then the re-list keeps it too) or through the re-list.
+	if kept < 39 || st.ReusedObjects < 39 {
+		t.Errorf("re-list kept %d of 40 cached objects (status says %d reused), want at least 39", kept, st.ReusedObjects)
+	}
+	obj, ok, _ := inf.GetStore().GetByKey(ns + "/" + changed)
+	if !ok || obj.(metav1.Object).GetLabels()["changed"] != "yes" {
+		t.Errorf("the changed pod is not up to date in the cache")
+	}
+	if m := obj.(metav1.Object); m.GetManagedFields() != nil || m.GetAnnotations()[dataset.LastAppliedAnnotation] != "" {
+		t.Errorf("the re-listed object is not stripped")
+	}
+}
+
+// TestStreamingRefusalIsRemembered runs a server with WatchList off: the first
+// informer's streaming list is refused and it lists with LIST; the factory
+// remembers, so neither a second informer nor a re-list asks again.
+func TestStreamingRefusalIsRemembered(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a second server")
+	}
+	leakcheck.Check(t)
+	ctx := testContext(t, 3*time.Minute)
+	old, err := testapiserver.Start(ctx, testapiserver.Options{ExtraArgs: []string{"--feature-gates=WatchList=false"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Stop()
+	ns := "default"
+	if err := dataset.Seed(ctx, old.Config, dataset.Spec{Name: "t", Namespace: ns, Pods: 5, ConfigMaps: 3}); err != nil {
+		t.Fatal(err)
+	}
+	proxy, err := faults.Start(old.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+
+	for _, mode := range []leanstore.StreamingMode{leanstore.StreamingAuto, leanstore.StreamingOn} {
+		t.Run(mode.String(), func(t *testing.T) {
+			proxy.ResetCounts()
+			runCtx, stop := context.WithCancel(ctx)
+			f := leanstore.NewSharedInformerFactory(kubernetes.NewForConfigOrDie(proxy.Config(old.Config)), 0,
+				leanstore.WithNamespace(ns), leanstore.WithStreamingLists(mode))
+			defer f.Shutdown()
+			defer stop()
+			pods := leanstore.Unwrap(f.Core().V1().Pods().Informer())
+			f.StartWithContext(runCtx)
+			cache.WaitForCacheSync(runCtx.Done(), pods.HasSynced)
+			cms := leanstore.Unwrap(f.Core().V1().ConfigMaps().Informer())
+			f.StartWithContext(runCtx)
+			cache.WaitForCacheSync(runCtx.Done(), cms.HasSynced)
+
+			proxy.EndWatches(faults.Match{Resource: "pods", Verb: faults.Watch}, faults.Gone())
+			waitFor(t, ctx, "the re-list", func() bool { return pods.Status().Lists == 2 })
+
+			c := proxy.Counts().ByResourceVerb
+			want := map[leanstore.StreamingMode][2]int{ // streaming attempts on pods, on configmaps
+				leanstore.StreamingAuto: {1, 0},
+				leanstore.StreamingOn:   {2, 1},
+			}[mode]
+			if c["pods"][faults.WatchList] != want[0] || c["configmaps"][faults.WatchList] != want[1] {
+				t.Errorf("streaming attempts: pods %d, configmaps %d; want %d and %d", c["pods"][faults.WatchList], c["configmaps"][faults.WatchList], want[0], want[1])
+			}
+			if c["pods"][faults.List] != 2 || c["configmaps"][faults.List] != 1 {
+				t.Errorf("LISTs: pods %d, configmaps %d; want 2 and 1", c["pods"][faults.List], c["configmaps"][faults.List])
+			}
+			for _, inf := range []*leanstore.Informer{pods, cms} {
+				st := inf.Status()
+				if st.ListPath != leanstore.ListPathPaged || st.ListPathReason == "" || st.ConsecutiveFailures != 0 {
+					t.Errorf("%s: path %q (%s), %d failures; want a LIST with the refusal as reason and no failure", st.Informer, st.ListPath, st.ListPathReason, st.ConsecutiveFailures)
+				}
+			}
+			if len(cacheState(pods)) != 5 || len(cms.GetStore().List()) != 3 {
+				t.Errorf("cached %d pods and %d configmaps, want 5 and 3", len(cacheState(pods)), len(cms.GetStore().List()))
+			}
+		})
+	}
+}
+
+// TestExportedTransformsKeepClientGoStreaming checks that leanstore's exported
+// transforms are idempotent where it matters: client-go runs a transform twice
+// under WatchList and falls back to a LIST when the second run fails. Through a
+// counting proxy, a plain client-go informer with them must do one streaming
+// list and no LIST.
+func TestExportedTransformsKeepClientGoStreaming(t *testing.T) {
+	leakcheck.Check(t)
+	ctx := testContext(t, time.Minute)
+	ns := srv.NewNamespace(t)
+	seedPods(t, ctx, ns, 10)
+	proxy, err := faults.Start(srv.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	for name, tf := range map[string]cache.TransformFunc{
+		"StripManagedFields":               leanstore.StripManagedFields,
+		"StripManagedFieldsAndLastApplied": leanstore.StripManagedFieldsAndLastApplied,
+	} {
+		t.Run(name, func(t *testing.T) {
+			proxy.ResetCounts()
+			runCtx, stop := context.WithCancel(ctx)
+			f := informers.NewSharedInformerFactoryWithOptions(kubernetes.NewForConfigOrDie(proxy.Config(srv.Config)), 0,
+				informers.WithNamespace(ns), informers.WithTransform(tf))
+			defer f.Shutdown()
+			defer stop()
+			inf := f.Core().V1().Pods().Informer()
+			f.Start(runCtx.Done())
+			cache.WaitForCacheSync(runCtx.Done(), inf.HasSynced)
+			c := proxy.Counts().ByResourceVerb["pods"]
+			if c[faults.WatchList] != 1 || c[faults.List] != 0 {
+				t.Fatalf("server saw %v: want one streaming list and no LIST fallback", c)
+			}
+			for _, obj := range inf.GetStore().List() {
+				if len(obj.(*corev1.Pod).ManagedFields) != 0 {
+					t.Fatal("managedFields not stripped")
+				}
+			}
+		})
+	}
+}
