@@ -32,7 +32,6 @@ func testPod(name, rv string) *corev1.Pod {
 	}
 }
 
-
 func encodePod(t *testing.T, p *corev1.Pod) []byte {
 	t.Helper()
 	var buf bytes.Buffer

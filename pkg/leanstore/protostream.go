@@ -82,10 +82,10 @@ type protoWatch struct {
 	d       *protoDecoder
 	gr      schema.GroupResource
 	onError func(error)
-	out    chan watch.Event
-	stop   chan struct{}
-	once   sync.Once
-	done   chan struct{}
+	out     chan watch.Event
+	stop    chan struct{}
+	once    sync.Once
+	done    chan struct{}
 }
 
 func newProtoWatch(body io.ReadCloser, cancel context.CancelFunc, d *protoDecoder, gr schema.GroupResource, onError func(error)) *protoWatch {
