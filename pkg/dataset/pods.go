@@ -1,6 +1,7 @@
 package dataset
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -278,3 +279,21 @@ func upper(s string) string {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// NewPod returns Pod i of a dataset as the server would hold it after seeding
+// (spec, status, labels, annotations, owner references), without managedFields,
+// which only the server writes. Benchmarks use it to build caches without a
+// server; spec gives the namespace, dataset name and size.
+func NewPod(spec Spec, i int, now time.Time) *corev1.Pod {
+	spec.defaults()
+	pod := podSpec(spec.Namespace, spec.Name, i, spec.PodEnv)
+	body, err := withLastApplied(pod, pod.SetAnnotations)
+	if err == nil {
+		_ = json.Unmarshal(body, pod)
+	}
+	pod.Status = podStatus(pod, i, now).Status
+	pod.UID = types.UID(fmt.Sprintf("00000000-0000-4000-8000-%012d", i))
+	pod.ResourceVersion = fmt.Sprint(1000 + i)
+	pod.TypeMeta = metav1.TypeMeta{}
+	return pod
+}

@@ -4,6 +4,8 @@ import (
 	"math/bits"
 	"reflect"
 	"unsafe"
+
+	"k8s.io/client-go/tools/cache"
 )
 
 // Census is a count of what one informer's store holds.
@@ -31,8 +33,15 @@ const storeOverhead = 96
 
 // Census counts the informer's objects and estimates the heap they hold.
 func (i *Informer) Census() Census {
-	keys := i.GetIndexer().ListKeys()
-	c := Census{Informer: i.name, Resource: i.resource.String(), Objects: len(keys)}
+	c := censusOf(i.GetIndexer())
+	c.Informer, c.Resource = i.name, i.resource.String()
+	return c
+}
+
+// censusOf sizes an evenly spread sample of a store's objects.
+func censusOf(store cache.Store) Census {
+	keys := store.ListKeys()
+	c := Census{Objects: len(keys)}
 	if len(keys) == 0 {
 		return c
 	}
@@ -40,7 +49,7 @@ func (i *Informer) Census() Census {
 	s := newSizer()
 	var keyBytes int
 	for k := 0; k < len(keys) && c.Sampled < censusSample; k += step {
-		obj, ok, _ := i.GetIndexer().GetByKey(keys[k])
+		obj, ok, _ := store.GetByKey(keys[k])
 		if !ok {
 			continue
 		}
