@@ -26,7 +26,7 @@ import (
 // While it runs, Pyroscope owns the process's CPU profiler:
 // /debug/pprof/profile borrows it for the length of the request, and any
 // other caller of runtime/pprof.StartCPUProfile gets "cpu profiling already
-// in use". Only one Pyroscope session may run in a process.
+// in use". Only one Pyroscope profiler may run in a process.
 type PyroscopeConfig struct {
 	// ApplicationName names the service in Pyroscope, e.g. "my-operator".
 	// Required.
@@ -63,7 +63,7 @@ type PyroscopeConfig struct {
 	// It is pyroscope-go's default, and it is off here: on a cache of
 	// 10,000 Pods (337 MiB live) each forced GC took about 190 ms of CPU,
 	// every UploadRate on an otherwise idle process: ten times the rest of
-	// the session's cost (see docs/profiling.md).
+	// the profiler's cost (see docs/profiling.md).
 	// Without it a period with no GC simply sends no heap profile; the heap
 	// profile only changes at a GC anyway.
 	ForceGC bool
@@ -100,23 +100,23 @@ func (c PyroscopeConfig) validate() error {
 	return nil
 }
 
-// pyroscopeRunning guards the process-wide CPU profiler: a second session
+// pyroscopeRunning guards the process-wide CPU profiler: a second profiler
 // would fail to start it and send empty CPU profiles.
 var pyroscopeRunning atomic.Bool
 
-// ErrPyroscopeRunning is returned by Start when another Pyroscope session
+// ErrPyroscopeRunning is returned by Start when another Pyroscope profiler
 // already runs in the process.
-var ErrPyroscopeRunning = errors.New("profile: a pyroscope session is already running in this process")
+var ErrPyroscopeRunning = errors.New("profile: a pyroscope profiler is already running in this process")
 
-// pyroscopeSession is a running pyroscope-go profiler with an HTTP client
+// pyroscopeProfiler is a running pyroscope-go profiler with an HTTP client
 // whose uploads Shutdown can cancel and whose connections it can close.
-type pyroscopeSession struct {
+type pyroscopeProfiler struct {
 	profiler      *pyroscope.Profiler
 	cancelUploads context.CancelFunc
 	transport     *http.Transport
 }
 
-func startPyroscope(cfg PyroscopeConfig, logger *slog.Logger) (*pyroscopeSession, error) {
+func startPyroscope(cfg PyroscopeConfig, logger *slog.Logger) (*pyroscopeProfiler, error) {
 	if !pyroscopeRunning.CompareAndSwap(false, true) {
 		return nil, ErrPyroscopeRunning
 	}
@@ -153,12 +153,12 @@ func startPyroscope(cfg PyroscopeConfig, logger *slog.Logger) (*pyroscopeSession
 		pyroscopeRunning.Store(false)
 		return nil, fmt.Errorf("profile: start pyroscope for %q: %w", cfg.ApplicationName, err)
 	}
-	return &pyroscopeSession{profiler: p, cancelUploads: cancel, transport: transport}, nil
+	return &pyroscopeProfiler{profiler: p, cancelUploads: cancel, transport: transport}, nil
 }
 
 // stop sends what the current period collected and stops profiling. ctx
 // bounds the last uploads: when it ends they are cancelled.
-func (s *pyroscopeSession) stop(ctx context.Context) error {
+func (s *pyroscopeProfiler) stop(ctx context.Context) error {
 	defer pyroscopeRunning.Store(false)
 	flushed := make(chan struct{})
 	go func() {

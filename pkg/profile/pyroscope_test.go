@@ -173,11 +173,11 @@ func TestPyroscopeUploadsTaggedProfiles(t *testing.T) {
 	}
 	defer s.Shutdown(context.Background())
 
-	// A second session in the same process is refused: the CPU profiler is
+	// A second profiler in the same process is refused: the CPU profiler is
 	// process-wide.
 	if _, err := cprofile.Start(t.Context(), cprofile.WithAddr("127.0.0.1:0"),
 		cprofile.WithPyroscope(cprofile.PyroscopeConfig{ApplicationName: "other", ServerAddress: srv.URL})); !errors.Is(err, cprofile.ErrPyroscopeRunning) {
-		t.Errorf("second Pyroscope session: err %v, want ErrPyroscopeRunning", err)
+		t.Errorf("second Pyroscope profiler: err %v, want ErrPyroscopeRunning", err)
 	}
 
 	// While Pyroscope owns the CPU profiler, /debug/pprof/profile still

@@ -13,10 +13,10 @@ func routes(o options, metrics http.Handler) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", servePprofIndex)
 	mux.HandleFunc("/debug/pprof/cmdline", serveCmdline)
-	// Pyroscope's handler rather than runtime/pprof: when a Pyroscope session
+	// Pyroscope's handler rather than runtime/pprof: when a Pyroscope profiler
 	// owns the CPU profiler, it hands the profiler to this request and takes
 	// it back afterwards (the plain handler would fail with "CPU profiling
-	// already in use"); without a session it is the plain handler.
+	// already in use"); without one it is the plain handler.
 	mux.HandleFunc("/debug/pprof/profile", pyroscopepprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", serveSymbol)
 	mux.HandleFunc("/debug/pprof/trace", serveTrace)

@@ -28,7 +28,7 @@ type Server struct {
 	served         chan struct{}      // closed when http.Server.Serve returned
 	stopWatch      func() bool        // unregisters the context.AfterFunc
 	metrics        *metricsRegistration
-	pyroscope      *pyroscopeSession
+	pyroscope      *pyroscopeProfiler
 
 	once sync.Once
 	err  error
@@ -69,7 +69,7 @@ func Start(ctx context.Context, opts ...Option) (*Server, error) {
 		metrics.unregister()
 		return nil, fmt.Errorf("profile: listen on %q: %w", o.addr, err)
 	}
-	var pyro *pyroscopeSession
+	var pyro *pyroscopeProfiler
 	if o.pyroscope != nil {
 		if pyro, err = startPyroscope(*o.pyroscope, o.logger); err != nil {
 			ln.Close()

@@ -53,9 +53,11 @@ type SpikeConfig struct {
 
 	// DisableTrace turns the flight recorder off. The flight recorder keeps
 	// the execution tracer running all the time, which costs CPU on every
-	// scheduling event (see docs/profiling.md) and memory up to
-	// TraceMaxBytes; in exchange each capture holds the seconds that led up
-	// to the spike. Only one flight recorder may run in a process.
+	// scheduling event and memory that grows with activity up to about
+	// TraceMaxBytes (idle, with 10,000 Pods cached: 3.9 ms of CPU per second
+	// and 2.8 MiB; see docs/profiling.md); in exchange each capture holds the
+	// seconds that led up to the spike. Only one flight recorder may run in a
+	// process.
 	DisableTrace bool
 	// TraceMinAge is how far back the flight recorder tries to keep trace
 	// data. Default 10 seconds.
