@@ -450,7 +450,11 @@ func (o *runOptions) datasets(ctx context.Context, t target, stderr io.Writer) [
 			JSONBytes: sizes.JSON, ProtobufBytes: sizes.Protobuf, ManagedFieldsBytes: sizes.ManagedFields,
 			LastAppliedBytes: sizes.LastApplied, Seeded: o.spec.Name != "",
 		})
-		fmt.Fprintf(stderr, "%s: %d objects, mean %.1f KB JSON, %.1f KB protobuf\n", gvr.Resource, sizes.Count, sizes.JSON/1000, sizes.Protobuf/1000)
+		line := fmt.Sprintf("%s: %d objects, mean %.1f KB JSON", gvr.Resource, sizes.Count, sizes.JSON/1000)
+		if sizes.Protobuf > 0 {
+			line += fmt.Sprintf(", %.1f KB protobuf", sizes.Protobuf/1000)
+		}
+		fmt.Fprintln(stderr, line)
 	}
 	// The parent's own heap is not measured, but it shares the machine with the
 	// children: give back what listing every object took.

@@ -33,7 +33,7 @@ type Plan struct {
 func DefaultPlan() Plan {
 	return Plan{
 		Relists:       2,
-		Settle:        Duration(time.Second),
+		Settle:        Duration(500 * time.Millisecond),
 		Idle:          Duration(2 * time.Second),
 		SampleEvery:   Duration(5 * time.Millisecond),
 		ProbeEvery:    Duration(time.Millisecond),
