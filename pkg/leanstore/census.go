@@ -53,42 +53,75 @@ func censusOf(store cache.Store) Census {
 		if !ok {
 			continue
 		}
-		s.add(reflect.ValueOf(&obj).Elem())
+		s.object(obj)
 		keyBytes += len(keys[k])
 		c.Sampled++
 	}
 	if c.Sampled == 0 {
 		return c
 	}
-	c.BytesPerObject = float64(s.total)/float64(c.Sampled) + float64(keyBytes)/float64(c.Sampled) + storeOverhead
+	c.BytesPerObject = s.perObject(len(keys)) + float64(keyBytes)/float64(c.Sampled) + storeOverhead
 	c.EstimatedBytes = int64(c.BytesPerObject * float64(c.Objects))
 	return c
 }
 
 // EstimateSize returns the heap bytes obj references, counted as Census counts
-// them. Objects sharing memory with others (interned strings) are counted whole.
+// them. Memory obj shares with other objects (interned strings, shared parts) is
+// counted whole.
 func EstimateSize(obj interface{}) int64 {
 	s := newSizer()
-	s.add(reflect.ValueOf(&obj).Elem())
-	return s.total
+	s.object(obj)
+	return int64(s.perObject(1))
 }
 
-// sizer sums the allocations reachable from values, each once.
+// sizer sums the allocations reachable from a sample of objects. It records, for
+// each allocation, how many sampled objects reach it: an allocation reached from
+// one sampled object stands for one per object of the whole store, while one
+// reached from several is shared (an interned string, a shared part) and exists
+// once, however many objects hold it.
 type sizer struct {
-	seen  map[uintptr]bool
-	total int64
+	allocs map[uintptr]*alloc
+	sample int   // index of the object being walked, from 1
+	own    int64 // allocations that could not be identified, counted per object
 }
 
-func newSizer() *sizer { return &sizer{seen: map[uintptr]bool{}} }
+type alloc struct {
+	size       int64
+	objects    int
+	lastSample int
+}
+
+func newSizer() *sizer { return &sizer{allocs: map[uintptr]*alloc{}} }
+
+// object walks one sampled object.
+func (s *sizer) object(obj interface{}) {
+	s.sample++
+	s.add(reflect.ValueOf(&obj).Elem())
+}
+
+// perObject estimates the bytes per object of a store of n objects.
+func (s *sizer) perObject(n int) float64 {
+	if s.sample == 0 || n == 0 {
+		return 0
+	}
+	own, shared := float64(s.own), 0.0
+	for _, a := range s.allocs {
+		if a.objects > 1 {
+			shared += float64(a.size)
+		} else {
+			own += float64(a.size)
+		}
+	}
+	return own/float64(s.sample) + shared/float64(max(n, s.sample))
+}
 
 // add counts what v references (not v's own inline bytes).
 func (s *sizer) add(v reflect.Value) {
 	switch v.Kind() {
 	case reflect.Pointer:
-		if v.IsNil() || s.visit(v.Pointer()) {
+		if v.IsNil() || s.visit(v.Pointer(), roundAlloc(v.Type().Elem().Size(), hasPointers(v.Type().Elem()))) {
 			return
 		}
-		s.total += roundAlloc(v.Type().Elem().Size(), hasPointers(v.Type().Elem()))
 		s.inline(v.Elem())
 	case reflect.Interface:
 		if v.IsNil() {
@@ -100,8 +133,17 @@ func (s *sizer) add(v reflect.Value) {
 			s.add(e) // pointer-shaped: stored in the interface word itself
 		case reflect.Bool:
 		default:
-			// Other values are boxed in their own allocation.
-			s.total += roundAlloc(e.Type().Size(), hasPointers(e.Type()))
+			// Other values are boxed in their own allocation, which the
+			// interface's data word points at.
+			size := roundAlloc(e.Type().Size(), hasPointers(e.Type()))
+			if v.CanAddr() {
+				box := (*[2]uintptr)(v.Addr().UnsafePointer())[1]
+				if s.visit(box, size) {
+					return
+				}
+			} else {
+				s.own += size // a map value: its box cannot be told apart
+			}
 			s.inline(e)
 		}
 	case reflect.String:
@@ -109,28 +151,23 @@ func (s *sizer) add(v reflect.Value) {
 			return
 		}
 		p := uintptr(unsafe.Pointer(unsafe.StringData(v.String())))
-		if s.visit(p) {
-			return
+		size := int64(v.Len()) // the tiny allocator packs short strings together
+		if v.Len() >= 16 {
+			size = roundAlloc(uintptr(v.Len()), false)
 		}
-		if v.Len() < 16 {
-			s.total += int64(v.Len()) // the tiny allocator packs short strings together
-		} else {
-			s.total += roundAlloc(uintptr(v.Len()), false)
-		}
+		s.visit(p, size)
 	case reflect.Slice:
-		if v.IsNil() || v.Cap() == 0 || s.visit(v.Pointer()) {
+		et := v.Type().Elem()
+		if v.IsNil() || v.Cap() == 0 || s.visit(v.Pointer(), roundAlloc(uintptr(v.Cap())*et.Size(), hasPointers(et))) {
 			return
 		}
-		et := v.Type().Elem()
-		s.total += roundAlloc(uintptr(v.Cap())*et.Size(), hasPointers(et))
 		for j := range v.Len() {
 			s.inline(v.Index(j))
 		}
 	case reflect.Map:
-		if v.IsNil() || s.visit(v.Pointer()) {
+		if v.IsNil() || s.visit(v.Pointer(), mapBytes(v)) {
 			return
 		}
-		s.total += mapBytes(v)
 		iter := v.MapRange()
 		for iter.Next() {
 			s.inline(iter.Key())
@@ -157,11 +194,19 @@ func (s *sizer) inline(v reflect.Value) {
 	}
 }
 
-func (s *sizer) visit(p uintptr) bool {
-	if s.seen[p] {
+// visit records that the current object reaches the allocation at p of size
+// bytes and reports whether the walk already went below p for this object.
+func (s *sizer) visit(p uintptr, size int64) bool {
+	a := s.allocs[p]
+	if a == nil {
+		s.allocs[p] = &alloc{size: size, objects: 1, lastSample: s.sample}
+		return false
+	}
+	if a.lastSample == s.sample {
 		return true
 	}
-	s.seen[p] = true
+	a.lastSample = s.sample
+	a.objects++
 	return false
 }
 

@@ -39,6 +39,7 @@ func BenchmarkCensusAccuracy(b *testing.B) {
 		{"strip-mf", stripper{managedFields: true}},
 		{"strip-mf-la", stripper{managedFields: true, annotations: map[string]bool{LastAppliedAnnotation: true}}},
 		{"strip-mf-la-intern", stripper{managedFields: true, annotations: map[string]bool{LastAppliedAnnotation: true}, intern: true}},
+		{"strip-mf-la-share", stripper{managedFields: true, annotations: map[string]bool{LastAppliedAnnotation: true}, share: true}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			for range b.N {

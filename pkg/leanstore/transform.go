@@ -23,7 +23,7 @@ type PruneFunc func(obj runtime.Object) error
 
 // stripper holds the stripping configuration of a factory and applies it, in a
 // fixed order: managedFields, annotations, prunes for the object's resource, then
-// the user's own transform, then string interning.
+// the user's own transform, then string interning or sharing.
 type stripper struct {
 	managedFields      bool
 	annotations        map[string]bool
@@ -32,6 +32,7 @@ type stripper struct {
 	typedPrunes        map[reflect.Type][]PruneFunc
 	user               cache.TransformFunc
 	intern             bool
+	share              bool
 }
 
 // apply strips obj in place and returns it (or what the user's transform
@@ -67,7 +68,10 @@ func (s *stripper) apply(obj interface{}, gr schema.GroupResource) (interface{},
 			return obj, err
 		}
 	}
-	if s.intern {
+	switch {
+	case s.share:
+		shareValues(obj) // interns strings as it goes
+	case s.intern:
 		internStrings(obj)
 	}
 	return obj, nil
