@@ -65,6 +65,17 @@ func censusOf(store cache.Store) Census {
 	return c
 }
 
+// EstimateBytesPerObject estimates the heap a cache of n objects like sample
+// would take per object, the way Census does: memory the sampled objects share
+// (interned strings, shared parts) counts once, the rest per object.
+func EstimateBytesPerObject(sample []interface{}, n int) float64 {
+	s := newSizer()
+	for _, obj := range sample {
+		s.object(obj)
+	}
+	return s.perObject(n)
+}
+
 // EstimateSize returns the heap bytes obj references, counted as Census counts
 // them. Memory obj shares with other objects (interned strings, shared parts) is
 // counted whole.

@@ -131,3 +131,21 @@ func StripManagedFieldsAndLastApplied(obj interface{}) (interface{}, error) {
 	s := stripper{managedFields: true, annotations: map[string]bool{LastAppliedAnnotation: true}}
 	return s.apply(obj, schema.GroupResource{})
 }
+
+// Transform returns a cache.TransformFunc that strips objects as a factory built
+// with opts would (managedFields unless WithKeepManagedFields, annotations,
+// prunes, WithTransform, interning or sharing), for client-go's own informers:
+//
+//	informers.NewSharedInformerFactoryWithOptions(cs, 0,
+//		informers.WithTransform(leanstore.Transform(leanstore.WithStripLastApplied())))
+//
+// Options that concern lists and watches are ignored. The function is idempotent,
+// as client-go requires.
+func Transform(opts ...Option) cache.TransformFunc {
+	o := newOptions(0, opts)
+	s := o.strip
+	return func(obj interface{}) (interface{}, error) {
+		gr := schema.GroupResource{}
+		return s.apply(obj, gr)
+	}
+}
