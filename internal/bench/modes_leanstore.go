@@ -17,12 +17,12 @@ func init() {
 		Supports: BuiltinOnly, Start: startLeanTyped()})
 	RegisterBothListPaths(Mode{Name: "leanstore/typed-strip-mf-la", Title: "leanstore typed, strip managedFields and last-applied",
 		Supports: BuiltinOnly, Start: startLeanTyped(leanstore.WithStripLastApplied())})
-	RegisterBothListPaths(Mode{Name: "leanstore/typed-lean", Title: "leanstore typed, strip managedFields and last-applied, intern strings",
-		Supports: BuiltinOnly, Start: startLeanTyped(leanstore.WithStripLastApplied(), leanstore.WithInterning(true))})
+	RegisterBothListPaths(Mode{Name: "leanstore/typed-lean", Title: "leanstore typed, strip managedFields and last-applied, share equal parts",
+		Supports: BuiltinOnly, Start: startLeanTyped(leanstore.WithStripLastApplied(), leanstore.WithSharing(true))})
 	RegisterBothListPaths(Mode{Name: "leanstore/metadata-strip-mf", Title: "leanstore metadata-only, strip managedFields",
 		Start: startLeanMetadata()})
-	RegisterBothListPaths(Mode{Name: "leanstore/metadata-lean", Title: "leanstore metadata-only, strip managedFields and last-applied, intern strings",
-		Start: startLeanMetadata(leanstore.WithStripLastApplied(), leanstore.WithInterning(true))})
+	RegisterBothListPaths(Mode{Name: "leanstore/metadata-lean", Title: "leanstore metadata-only, strip managedFields and last-applied, share equal parts",
+		Start: startLeanMetadata(leanstore.WithStripLastApplied(), leanstore.WithSharing(true))})
 }
 
 func streamingOption(env Env) leanstore.Option {
