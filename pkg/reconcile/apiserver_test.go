@@ -459,4 +459,3 @@ func TestRelatedChangeUnparks(t *testing.T) {
 		t.Errorf("parked = %d after the ConfigMap appeared, want 0", s.Parked)
 	}
 }
-
