@@ -4,36 +4,32 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/cachetune/cachetune/internal/cluster"
 )
 
 // accessTimeout bounds the up-front checks, so that an unreachable cluster is
 // an error in seconds rather than a hang.
-const accessTimeout = 15 * time.Second
+const accessTimeout = cluster.Timeout
 
 // checkAccess makes sure, before anything is measured, that the cluster answers
 // and that the user may list and watch every resource to be cached: the
 // informers in the children would otherwise retry forever, quietly.
 func checkAccess(ctx context.Context, cfg *rest.Config, gvrs []schema.GroupVersionResource, namespace string) error {
+	if err := cluster.Reachable(ctx, cfg); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(ctx, accessTimeout)
 	defer cancel()
 	cfg = rest.CopyConfig(cfg)
 	cfg.Timeout = accessTimeout
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	if _, err := dc.ServerVersion(); err != nil {
-		return fmt.Errorf("cannot reach the cluster at %s: %w", cfg.Host, err)
-	}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return err

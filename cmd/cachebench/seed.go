@@ -7,8 +7,8 @@ import (
 	"io"
 
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/cachetune/cachetune/internal/cluster"
 	"github.com/cachetune/cachetune/pkg/dataset"
 )
 
@@ -68,10 +68,5 @@ exactly those.`, stderr)
 // loadKubeconfig loads a kubeconfig's current context with client-side rate
 // limits raised to 500 QPS: cachebench reads and writes in bulk.
 func loadKubeconfig(path string) (*rest.Config, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", path)
-	if err != nil {
-		return nil, fmt.Errorf("load kubeconfig %s: %w", path, err)
-	}
-	cfg.QPS, cfg.Burst = 500, 1000
-	return cfg, nil
+	return cluster.Load(path, "")
 }

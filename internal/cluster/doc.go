@@ -1,0 +1,9 @@
+// Package cluster connects cachebench's commands to a cluster: it loads a
+// kubeconfig (a context of it, with client-side rate limits raised for bulk
+// reads) and checks, in seconds, that the cluster answers.
+//
+//	cfg, err := cluster.Load(path, "")             // the current context
+//	if err := cluster.Reachable(ctx, cfg); err != nil {
+//		return err                                    // "cannot reach the cluster at https://...: ..."
+//	}
+package cluster
