@@ -4,7 +4,7 @@ GO        ?= go
 TESTFLAGS ?= -race -count=1 -timeout 60m
 GOLANGCI  := github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 
-.PHONY: help test test-short bench golden apiserver lint tidy-check golangci clean
+.PHONY: help test test-short bench golden apiserver example lint tidy-check golangci clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -23,6 +23,9 @@ golden: ## regenerate the golden files of cachebench's table and HTML report
 
 apiserver: ## build the local kube-apiserver into bin/ (about 8 minutes the first time, then cached)
 	$(GO) run ./cmd/cachebench apiserver --build-only
+
+example: apiserver ## run the example Widget controller on a local kube-apiserver (Ctrl-C stops it)
+	$(GO) run ./examples/widget-controller --local
 
 lint: tidy-check ## gofmt, go vet, go mod tidy check (both modules) and golangci-lint
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
