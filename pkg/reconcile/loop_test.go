@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/tools/cache"
 
@@ -344,4 +345,34 @@ func TestTraceLines(t *testing.T) {
 	if next, ok := lines[0]["next"].(float64); !ok || time.Duration(next) < 20*time.Millisecond {
 		t.Errorf("failed line's next = %v, want the backoff (≥ 20ms)", lines[0]["next"])
 	}
+}
+
+// WithLogr sends the traces through a logr.Logger (klog, zapr, ...).
+func TestLogr(t *testing.T) {
+	leakcheck.Check(t)
+	var mu sync.Mutex
+	var lines []string
+	logger := funcr.New(func(prefix, args string) {
+		mu.Lock()
+		lines = append(lines, args)
+		mu.Unlock()
+	}, funcr.Options{})
+	done := make(chan struct{})
+	l := reconcile.New("logr", func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+		defer close(done)
+		return reconcile.Result{}, nil
+	}, reconcile.WithLogr(logger))
+	stop := start(t, l)
+	l.Enqueue(cache.NewObjectName("ns", "a"))
+	<-done
+	stop()
+	mu.Lock()
+	defer mu.Unlock()
+	for _, line := range lines {
+		if strings.Contains(line, `"msg"="reconciled"`) && strings.Contains(line, `"object"="ns/a"`) &&
+			strings.Contains(line, `"trigger"="enqueued"`) && strings.Contains(line, `"controller"="logr"`) {
+			return
+		}
+	}
+	t.Errorf("no trace line for ns/a among %q", lines)
 }
