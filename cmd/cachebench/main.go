@@ -26,6 +26,7 @@ func commands() []command {
 		{"apiserver", "start the local kube-apiserver and keep it running (or only build it)", runAPIServer},
 		{"seed", "seed a dataset into a cluster, or clean it up", runSeed},
 		{"run", "measure every informer mode: heap per object, re-list peaks, scheduler latency", runRun},
+		{"doctor", "examine a cluster: access, object sizes, projected cache heap per mode, detectors, fixes", runDoctor},
 		{"report", "print the table of a saved run (JSON) and write its HTML report", runReport},
 		{"child", "", runChild}, // hidden: one mode of `run`, in its own process
 	}

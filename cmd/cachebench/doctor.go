@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/cachetune/cachetune/internal/cluster"
+	"github.com/cachetune/cachetune/internal/doctor"
+	"github.com/cachetune/cachetune/pkg/dataset"
+	"github.com/cachetune/cachetune/pkg/testapiserver"
+)
+
+// localDoctorSpec is the small dataset `cachebench doctor --local` seeds.
+var localDoctorSpec = dataset.Spec{Name: "doctor", Namespace: "cachetune-doctor", Pods: 300, ConfigMaps: 30, Secrets: 5, Widgets: 30}
+
+func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("doctor", `Examines a cluster resource by resource, read-only: whether the identity may list
+and watch it, object counts and sizes (JSON, protobuf, managedFields,
+last-applied), the largest objects, the cache heap each informer mode would take
+(projected from a decoded sample), LIST latency, objects stuck Terminating, and
+with --watch reconcile loops and ping-pong. Ends with recommendations that name
+the troubleshooting guide's symptom and the leanstore option that fixes it.
+
+Uses --kubeconfig, else $KUBECONFIG or ~/.kube/config. With --local it starts
+the local kube-apiserver and seeds a small dataset to examine instead.
+Progress goes to stderr, the report to stdout.`, stderr)
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the cluster (default: $KUBECONFIG or ~/.kube/config)")
+	kubeContext := fs.String("context", "", "kubeconfig context (default: the current one)")
+	resources := fs.String("resources", strings.Join(doctor.DefaultResources, ","), "resources to examine, comma-separated (pods, deployments.apps, widgets, ...), or all")
+	namespace := fs.String("namespace", "", "namespace of namespaced resources (default: all namespaces)")
+	sample := fs.Int("sample", 200, "objects per resource decoded to project cache sizes")
+	pageSize := fs.Int64("page-size", 500, "objects per page of each LIST")
+	watch := fs.Duration("watch", 0, "watch each resource this long for reconcile loops and ping-pong, e.g. 30s (default: no watch)")
+	stuckAfter := fs.Duration("stuck-after", 10*time.Minute, "report objects Terminating for longer than this")
+	output := fs.String("output", "table", "report format: table, json or markdown")
+	local := fs.Bool("local", false, fmt.Sprintf("start the local kube-apiserver and seed %d Pods, %d ConfigMaps, %d Secrets and %d Widgets to examine",
+		localDoctorSpec.Pods, localDoctorSpec.ConfigMaps, localDoctorSpec.Secrets, localDoctorSpec.Widgets))
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	write, ok := map[string]func(io.Writer, *doctor.Report) error{
+		"table": doctor.WriteTable, "json": doctor.WriteJSON, "markdown": doctor.WriteMarkdown,
+	}[*output]
+	if !ok {
+		return usageError{fmt.Errorf("--output must be table, json or markdown, got %q", *output)}
+	}
+	if *local && (*kubeconfig != "" || *kubeContext != "") {
+		return usageError{errors.New("--local examines the local server: leave out --kubeconfig and --context")}
+	}
+	opts := []doctor.Option{
+		doctor.WithResources(strings.Split(*resources, ",")...), doctor.WithNamespace(*namespace),
+		doctor.WithSample(*sample), doctor.WithPageSize(*pageSize), doctor.WithWatch(*watch),
+		doctor.WithStuckAfter(*stuckAfter), doctor.WithProgress(stderr),
+	}
+	if err := doctor.Validate(opts...); err != nil {
+		return usageError{err}
+	}
+
+	var cfg *rest.Config
+	if *local {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		c, stop, err := startLocalDoctor(ctx, stderr)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		cfg = c
+		if !set["namespace"] {
+			opts = append(opts, doctor.WithNamespace(localDoctorSpec.Namespace))
+		}
+		if !set["resources"] {
+			opts = append(opts, doctor.WithResources("pods", "configmaps", "secrets", "widgets"))
+		}
+	} else {
+		c, err := cluster.Load(*kubeconfig, *kubeContext)
+		if err != nil {
+			return err
+		}
+		cfg = c
+	}
+	report, err := doctor.Run(ctx, cfg, opts...)
+	if errors.Is(err, doctor.ErrOption) {
+		return usageError{err}
+	}
+	if err != nil {
+		return err
+	}
+	return write(stdout, report)
+}
+
+// startLocalDoctor starts the local server and seeds the doctor's dataset.
+func startLocalDoctor(ctx context.Context, stderr io.Writer) (*rest.Config, func(), error) {
+	srv, err := testapiserver.Start(ctx, testapiserver.Options{Progress: stderr})
+	if err != nil {
+		return nil, nil, err
+	}
+	stop := func() { _ = srv.Stop() }
+	spec := localDoctorSpec
+	spec.Progress = dataset.ProgressPrinter(stderr)
+	fmt.Fprintf(stderr, "seeding namespace %s: %d pods, %d configmaps, %d secrets, %d widgets\n",
+		spec.Namespace, spec.Pods, spec.ConfigMaps, spec.Secrets, spec.Widgets)
+	if err := dataset.Seed(ctx, srv.Config, spec); err != nil {
+		stop()
+		return nil, nil, fmt.Errorf("seed: %w", err)
+	}
+	return srv.Config, stop, nil
+}
