@@ -14,16 +14,32 @@
 //     (failure.Classify): what a controller could have logged or alerted on.
 //
 // The informer comes from a constructor, so plain client-go
-// (ClientGoConfigMaps) and cachetune's informers are measured the same way:
+// (ClientGoConfigMaps) and leanstore's informers (LeanConfigMaps,
+// LeanMetadataConfigMaps) are measured the same way:
 //
 //	restore := resilience.SetWatchList(false) // streaming lists off for this informer
 //	r, err := resilience.Run(ctx, srv.Config, ns, resilience.ClientGoConfigMaps,
 //		resilience.Scenarios(300, 1200)[0], resilience.Options{FaultFor: 5 * time.Second})
 //	restore()
 //
+//	r, err = resilience.Run(ctx, srv.Config, ns,
+//		resilience.LeanConfigMaps(leanstore.WithStreamingLists(leanstore.StreamingOff)),
+//		resilience.Scenarios(300, 1200)[0], resilience.Options{FaultFor: 5 * time.Second})
+//
+// A leanstore informer runs through its factory (FactoryInformer), and the
+// result also holds its Status and the factory's readiness check at the end
+// of the fault and of the run.
+//
 // The scenarios are those of issue 9: 410 Gone on every watch, a streaming
 // (or paged) list broken part-way by a 410 or a cut connection, a stalled
 // watch, a malformed watch frame, 429, 503 and 500 on lists, and 403 on
 // watches. Each but the stall first ends the informer's live watch, so that
-// the informer meets the fault on its next list or watch.
+// the informer meets the fault on its next list or watch. The stall stalls
+// the live watch and every watch opened during the fault; the stalled
+// connections stay stalled after the fault is lifted, so convergence is
+// measured while they still hang. NoGrant is the restricted identity: 403
+// on everything until the run grants it list and watch.
+//
+// MaxAttempts turns a backoff into the bound on requests during a
+// persistent fault that the tests check.
 package resilience

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cachetune/cachetune/pkg/failure"
 	"github.com/cachetune/cachetune/pkg/faults"
+	"github.com/cachetune/cachetune/pkg/leanstore"
 )
 
 // NewInformer builds the informer under test for one namespace, from a
@@ -41,6 +42,10 @@ type Options struct {
 	FaultFor time.Duration
 	// ConvergeWithin bounds the wait for convergence (default 30 s).
 	ConvergeWithin time.Duration
+	// Restricted is the identity of a NoGrant scenario: authenticated, with
+	// no RBAC grant (testapiserver's RestrictedConfig). It must authenticate
+	// with a bearer token to pass through the proxy.
+	Restricted *rest.Config
 }
 
 func (o *Options) defaults() {
@@ -75,23 +80,53 @@ type Result struct {
 	Requests     int
 	MaxPerSecond int
 	ByVerb       map[faults.Verb]int
+	// Faulted is the number of those requests a fault acted on, plus the
+	// live watches the scenario ended when it started. A client that
+	// reports every failure surfaces at least that many errors (client-go's
+	// rest client retrying a 429 inside one call aside).
+	Faulted int
 	// Converged reports whether the store held exactly the server's
 	// objects (keys and resourceVersions) within ConvergeWithin, and
 	// ConvergeSeconds how long that took after the fault was lifted (for a
-	// DuringFault scenario, after the writer stopped, fault still on).
+	// DuringFault scenario, with the connections it stalled still hanging;
+	// for NoGrant, after the grant).
 	Converged       bool
 	ConvergeSeconds float64
 	// Diff describes the store's state when convergence was given up.
 	Diff string
+	// PerSecond is the informer's requests in each wall-clock second of the
+	// fault.
+	PerSecond []int
 	// Surfaced counts the errors the informer's watch error handler was
 	// given, by the cause failure.Classify finds, from the fault's start to
-	// the end of the run.
+	// the end of the run; Errors holds the first maxErrors of them with
+	// when they came.
 	Surfaced map[failure.Reason]int
+	Errors   []Surfaced
+	// HasReadiness says whether the informer has a readiness check
+	// (FactoryInformer); FaultReadiness and FinalReadiness are its error at
+	// the end of the fault and at the end of the run, "" when ready.
+	HasReadiness                   bool
+	FaultReadiness, FinalReadiness string
+	// FaultStatus and FinalStatus are a leanstore informer's Status at the
+	// end of the fault and at the end of the run; nil for other informers.
+	FaultStatus, FinalStatus *leanstore.Status
 	// Writes counts the writer's operations during the run, WriteErrors its
 	// failures.
 	Writes      map[string]int
 	WriteErrors int
 }
+
+// Surfaced is one error given to the informer's watch error handler.
+type Surfaced struct {
+	// At is how long after the fault started it came.
+	At  time.Duration
+	Err error
+}
+
+// maxErrors bounds Result.Errors: a client that reports in a tight loop
+// would otherwise fill the heap.
+const maxErrors = 1000
 
 // SurfacedTotal is the number of errors the handler saw.
 func (r Result) SurfacedTotal() int {
@@ -105,9 +140,16 @@ func (r Result) SurfacedTotal() int {
 // Run seeds namespace with objects, runs the informer behind a fault proxy
 // with a concurrent writer, applies sc for FaultFor, lifts it, and measures
 // convergence. cfg points at the real server; namespace must exist.
+//
+// A NoGrant scenario runs the informer as o.Restricted from the start
+// (every request 403, so it never syncs during the fault) and lifts the
+// fault by granting that identity list and watch in the namespace.
 func Run(ctx context.Context, cfg *rest.Config, namespace string, newInformer NewInformer, sc Scenario, o Options) (Result, error) {
 	o.defaults()
 	res := Result{Scenario: sc.Name, Surfaced: map[failure.Reason]int{}}
+	if sc.NoGrant && o.Restricted == nil {
+		return res, fmt.Errorf("scenario %s needs Options.Restricted", sc.Name)
+	}
 
 	dc, err := dynamic.NewForConfig(cfg)
 	if err != nil {
@@ -128,34 +170,55 @@ func Run(ctx context.Context, cfg *rest.Config, namespace string, newInformer Ne
 	}
 	defer p.Close()
 
-	inf, err := newInformer(p.Config(cfg), namespace)
+	identity := cfg
+	if sc.NoGrant {
+		identity = o.Restricted
+	}
+	inf, err := newInformer(p.Config(identity), namespace)
 	if err != nil {
 		return res, err
 	}
 	var (
-		mu       sync.Mutex
-		counting bool
+		mu         sync.Mutex
+		counting   bool
+		faultStart time.Time
 	)
 	if err := inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
 		mu.Lock()
 		defer mu.Unlock()
 		if counting {
 			res.Surfaced[failure.Classify(err).Cause]++
+			if len(res.Errors) < maxErrors {
+				res.Errors = append(res.Errors, Surfaced{At: time.Since(faultStart), Err: err})
+			}
 		}
 	}); err != nil {
 		return res, err
 	}
+	startFault := func() {
+		mu.Lock()
+		counting, faultStart = true, time.Now()
+		mu.Unlock()
+		p.ResetCounts()
+	}
 
+	var lift func()
+	if sc.NoGrant {
+		startFault()
+		lift = func() {}
+	}
 	runCtx, stopInformer := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer stopInformer()
 	wg.Go(func() { inf.RunWithContext(runCtx) })
-	syncCtx, cancelSync := context.WithTimeout(ctx, o.ConvergeWithin)
-	synced := cache.WaitForCacheSync(syncCtx.Done(), inf.HasSynced)
-	cancelSync()
-	if !synced {
-		return res, fmt.Errorf("informer did not sync within %s", o.ConvergeWithin)
+	if !sc.NoGrant {
+		syncCtx, cancelSync := context.WithTimeout(ctx, o.ConvergeWithin)
+		synced := cache.WaitForCacheSync(syncCtx.Done(), inf.HasSynced)
+		cancelSync()
+		if !synced {
+			return res, fmt.Errorf("informer did not sync within %s", o.ConvergeWithin)
+		}
 	}
 
 	writeCtx, stopWriter := context.WithCancel(ctx)
@@ -164,25 +227,27 @@ func Run(ctx context.Context, cfg *rest.Config, namespace string, newInformer Ne
 	stopWriting := func() { stopWriter(); writerDone.Wait() }
 	defer stopWriting()
 
-	if err := sleep(ctx, o.Settle); err != nil {
-		return res, err
+	if !sc.NoGrant {
+		if err := sleep(ctx, o.Settle); err != nil {
+			return res, err
+		}
+		startFault()
+		lift = sc.Start(p, o.GVR.Resource)
 	}
-	mu.Lock()
-	counting = true
-	mu.Unlock()
-	p.ResetCounts()
-	lift := sc.Start(p, o.GVR.Resource)
 	if err := sleep(ctx, o.FaultFor); err != nil {
 		lift()
 		return res, err
 	}
 	c := p.Counts()
-	res.Requests, res.MaxPerSecond, res.ByVerb = c.Requests, c.MaxPerSecond(), c.ByVerb
+	res.Requests, res.MaxPerSecond, res.ByVerb, res.PerSecond, res.Faulted = c.Requests, c.MaxPerSecond(), c.ByVerb, c.PerSecond, c.Faulted
+	res.HasReadiness, res.FaultReadiness = readiness(ctx, inf)
+	res.FaultStatus = status(inf)
 	stopWriting()
-	if !sc.DuringFault {
-		lift()
-	} else {
-		defer lift()
+	lift()
+	if sc.NoGrant {
+		if err := grant(ctx, cfg, namespace, o.GVR, o.Restricted); err != nil {
+			return res, err
+		}
 	}
 
 	start := time.Now()
@@ -210,8 +275,35 @@ func Run(ctx context.Context, cfg *rest.Config, namespace string, newInformer Ne
 	mu.Lock()
 	counting = false
 	mu.Unlock()
+	_, res.FinalReadiness = readiness(ctx, inf)
+	res.FinalStatus = status(inf)
 	res.Writes, res.WriteErrors, _ = w.stats()
 	return res, nil
+}
+
+// readiness runs the informer's readiness check, when it has one.
+func readiness(ctx context.Context, inf cache.SharedIndexInformer) (has bool, problem string) {
+	c, ok := inf.(interface{ Check(context.Context) error })
+	if !ok {
+		return false, ""
+	}
+	if err := c.Check(ctx); err != nil {
+		return true, err.Error()
+	}
+	return true, ""
+}
+
+// status is a leanstore informer's Status, nil for any other informer.
+func status(inf cache.SharedIndexInformer) *leanstore.Status {
+	li := leanstore.Unwrap(inf)
+	if f, ok := inf.(*FactoryInformer); ok {
+		li = f.Informer
+	}
+	if li == nil {
+		return nil
+	}
+	st := li.Status()
+	return &st
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

@@ -13,10 +13,16 @@ type Scenario struct {
 	Name string
 	// Start applies the fault and returns the function that lifts it.
 	Start func(p *faults.Proxy, resource string) (lift func())
-	// DuringFault makes convergence be checked while the fault still lasts:
-	// a stalled connection stays stalled after the proxy stops stalling new
-	// ones, so only a client that detects the stall itself recovers.
+	// DuringFault marks a fault that outlives its lifting: a stalled
+	// connection stays stalled after the proxy stops stalling new ones, so
+	// convergence is checked while the stalled watches still hang, and
+	// only a client that detects the stall itself recovers.
 	DuringFault bool
+	// NoGrant runs the informer as Options.Restricted, an identity with no
+	// RBAC grant, from the start: every list and watch is 403 Forbidden, a
+	// permanent error that only a change of RBAC ends. Lifting the fault
+	// grants it list and watch on the resource. Start is not used.
+	NoGrant bool
 }
 
 // on adds a rule with f for each verb on resource and returns a function
@@ -65,3 +71,7 @@ func Scenarios(objects, objectBytes int) []Scenario {
 		{Name: "watch-403", Start: endAndFault(faults.Gone(), faults.Status(403, 0), watches...)},
 	}
 }
+
+// NoGrant is the scenario of a restricted identity: 403 on every request
+// until the identity is granted list and watch (see Scenario.NoGrant).
+func NoGrant() Scenario { return Scenario{Name: "no-grant-403", NoGrant: true} }
