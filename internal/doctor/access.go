@@ -20,6 +20,7 @@ func access(ctx context.Context, cs kubernetes.Interface, t target, namespace st
 	if !t.namespaced {
 		namespace = ""
 	}
+	a.Checked = true
 	var denied []string
 	for _, verb := range []string{"list", "watch"} {
 		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{

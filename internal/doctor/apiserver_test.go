@@ -27,6 +27,7 @@ import (
 	"github.com/cachetune/cachetune/internal/doctor"
 	"github.com/cachetune/cachetune/internal/leakcheck"
 	"github.com/cachetune/cachetune/pkg/dataset"
+	"github.com/cachetune/cachetune/pkg/leanstore"
 	"github.com/cachetune/cachetune/pkg/testapiserver"
 )
 
@@ -169,6 +170,21 @@ func TestSeededNamespace(t *testing.T) {
 			return inf, inf.RunWithContext, nil
 		})
 		within(t, "metadata-only heap per Pod", projection(t, pods, "client-go/metadata").PerObject, meta, 0.20)
+
+		lean := informerHeap(t, ctx, spec.Pods, func(cfg *rest.Config) (cache.SharedIndexInformer, func(context.Context), error) {
+			cs, err := kubernetes.NewForConfig(cfg)
+			if err != nil {
+				return nil, nil, err
+			}
+			f := leanstore.NewSharedInformerFactory(cs, 0, leanstore.WithNamespace(ns), leanstore.WithStripLastApplied(), leanstore.WithSharing(true))
+			inf := f.Core().V1().Pods().Informer()
+			return inf, func(ctx context.Context) { f.Start(ctx.Done()); <-ctx.Done(); f.Shutdown() }, nil
+		})
+		// Logged, not asserted: at 4-5 KB per Pod, the informer's fixed cost and
+		// leanstore's process-wide sharing table are a fifth of the measured
+		// figure on 300 objects, and the projection also depends on what the
+		// table already holds.
+		t.Logf("leanstore typed with sharing, heap per Pod: doctor %.0f, measured %.0f", projection(t, pods, "leanstore/typed-lean").PerObject, lean)
 	})
 
 	t.Run("the server serves streaming lists", func(t *testing.T) {
@@ -349,6 +365,11 @@ func TestDetectorFindings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var table strings.Builder
+	if err := doctor.WriteTable(&table, r); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("report:\n%s", table.String())
 	cm := resourceOf(t, r, "configmaps")
 	if len(cm.Stuck) != 1 || cm.Stuck[0].Name != "held" || !slices.Equal(cm.Stuck[0].Finalizers, []string{finalizer}) {
 		t.Errorf("stuck: %+v, want held with %s", cm.Stuck, finalizer)

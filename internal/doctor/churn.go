@@ -21,6 +21,12 @@ import (
 // compare the next update with: the churn detector's own default cap.
 const churnMaxObjects = 5000
 
+// churnHistory is how many updates per object the detector keeps: enough to
+// count a whole short watch's rewrites (the default keeps 1.5 times the loop
+// threshold, which would report "7 updates" for a loop of 40). 24 bytes each,
+// for at most churnMaxObjects objects.
+const churnHistory = 64
+
 // churnSettings scales the churn detector's defaults (20 updates in 2 minutes
 // for a loop) to a watch of d: the window is the watch, and a loop is the
 // same rate of rewrites, never fewer than 5.
@@ -40,7 +46,8 @@ func churn(ctx context.Context, dyn dynamic.Interface, t target, namespace strin
 	}
 	window, loop, turns := churnSettings(d)
 	det := diagnose.NewChurnDetector(diagnose.WithResource(t.name()), diagnose.WithWindow(window),
-		diagnose.WithLoopThreshold(loop), diagnose.WithPingPongTurns(turns), diagnose.WithRetention(2*d))
+		diagnose.WithLoopThreshold(loop), diagnose.WithPingPongTurns(turns), diagnose.WithRetention(2*d),
+		diagnose.WithHistory(max(churnHistory, loop+loop/2)))
 	c := &Churn{Seconds: d.Seconds()}
 	err := feed(ctx, dyn.Resource(t.gvr).Namespace(namespace), d, det)
 	if err != nil {

@@ -147,7 +147,7 @@ func (c *clients) examine(ctx context.Context, t target, o options) Resource {
 	}
 	if err != nil {
 		if !checked && apierrors.IsForbidden(err) {
-			r.Access = Access{Reason: err.Error()}
+			r.Access.Reason = err.Error()
 			r.Error = fmt.Sprintf("forbidden: may not list %s in %s", t.name(), where)
 		} else {
 			r.Error = err.Error()
@@ -165,8 +165,8 @@ func (c *clients) examine(ctx context.Context, t target, o options) Resource {
 			r.Protobuf.PerObject = float64(pb.total) / float64(pb.objects)
 		}
 	}
-	c.say("%s: %d objects, %.1f KB JSON per object; LIST %s: first page %s, all %d pages %s",
-		t.name(), r.Objects, r.JSON.PerObject/1000, r.List.Format, seconds(r.List.FirstPageSeconds), r.List.Pages, seconds(r.List.AllSeconds))
+	c.say("%s: %d objects, %.1f KB JSON per object; LIST in %s: first page %s, all %s in %s",
+		t.name(), r.Objects, r.JSON.PerObject/1000, r.List.Format, seconds(r.List.FirstPageSeconds), plural(r.List.Pages, "page"), seconds(r.List.AllSeconds))
 
 	r.Sampled = len(smp.objs)
 	r.Projections, err = project(smp.objs, t.builtIn, r.Objects, sz.meanKey())

@@ -47,11 +47,8 @@ func recommend(r *Report) []Recommendation {
 }
 
 func accessRecommendations(r *Report, res Resource) []Recommendation {
-	if res.Access.List && res.Access.Watch {
-		return nil
-	}
-	if res.Access.Reason == "" && res.List.Pages > 0 {
-		return nil // listed without a review: watch unknown, nothing to say
+	if res.Access.List && (res.Access.Watch || !res.Access.Checked) {
+		return nil // a list that worked without a review: watch unknown
 	}
 	var verbs []string
 	if !res.Access.List {

@@ -124,10 +124,9 @@ func accessCell(a Access) string {
 	switch {
 	case a.List && a.Watch:
 		return "list, watch"
+	case a.List && !a.Checked:
+		return "list (watch not checked)"
 	case a.List:
-		if a.Reason == "" {
-			return "list (watch not checked)"
-		}
 		return "list only: NO WATCH"
 	case a.Watch:
 		return "FORBIDDEN: no list"

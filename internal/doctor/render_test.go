@@ -38,7 +38,7 @@ func fixtureReport() *Report {
 		Resources: []Resource{
 			{
 				Resource: "pods", Version: "v1", Kind: "Pod", Namespaced: true, BuiltIn: true,
-				Access: Access{List: true, Watch: true}, Objects: 10000, Namespaces: 3,
+				Access: Access{Checked: true, List: true, Watch: true}, Objects: 10000, Namespaces: 3,
 				TopNamespaces: []NamespaceCount{{"shop", 8000}, {"ledger", 1500}, {"ops", 500}},
 				JSON:          Bytes{Total: 229_000_000, PerObject: 22_900},
 				Protobuf:      &Bytes{Total: 177_000_000, PerObject: 17_700},
@@ -61,13 +61,13 @@ func fixtureReport() *Report {
 			},
 			{
 				Resource: "secrets", Version: "v1", Kind: "Secret", Namespaced: true, BuiltIn: true,
-				Access: Access{Reason: "list: no RBAC rule allows it; watch: no RBAC rule allows it"},
+				Access: Access{Checked: true, Reason: "list: no RBAC rule allows it; watch: no RBAC rule allows it"},
 				Error:  "forbidden: may not list secrets in all namespaces",
 				Stuck:  nil,
 			},
 			{
 				Resource: "widgets.bench.cachetune.dev", Group: "bench.cachetune.dev", Version: "v1", Kind: "Widget", Namespaced: true,
-				Access: Access{List: true, Watch: true}, Objects: 30, Namespaces: 1,
+				Access: Access{Checked: true, List: true, Watch: true}, Objects: 30, Namespaces: 1,
 				TopNamespaces: []NamespaceCount{{"shop", 30}},
 				JSON:          Bytes{Total: 183_000, PerObject: 6_100},
 				ManagedFields: Share{Total: 24_000, PerObject: 800, Share: 0.131},

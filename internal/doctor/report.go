@@ -103,8 +103,11 @@ type Resource struct {
 // Access is what the identity may do with a resource, as the API server's
 // SelfSubjectAccessReview answers.
 type Access struct {
-	List  bool `json:"list"`
-	Watch bool `json:"watch"`
+	// Checked is false when the review could not be made (an identity not
+	// allowed to ask): List is then what listing showed, and Watch unknown.
+	Checked bool `json:"checked"`
+	List    bool `json:"list"`
+	Watch   bool `json:"watch"`
 	// Reason is the authorizer's reason for a denial, or why access could
 	// not be checked.
 	Reason string `json:"reason,omitempty"`
