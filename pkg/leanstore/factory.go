@@ -158,12 +158,14 @@ func (c *core[K]) Check(context.Context) error {
 	var problems []string
 	for _, inf := range c.startedInformers() {
 		st := inf.Status()
+		// Degraded comes first: an informer that has never synced because
+		// every list fails (a missing RBAC grant) must say why.
 		switch {
-		case !st.Synced:
-			problems = append(problems, inf.name+" not synced")
 		case st.Degraded(c.opts.degradedAfter):
 			problems = append(problems, fmt.Sprintf("%s degraded: %d failures in a row since %s, last: %s",
 				inf.name, st.ConsecutiveFailures, st.FailingSince.Format(time.RFC3339), st.LastError))
+		case !st.Synced:
+			problems = append(problems, inf.name+" not synced")
 		}
 	}
 	if len(problems) == 0 {
