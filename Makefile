@@ -21,6 +21,11 @@ bench: apiserver ## the main job: cachebench run on the local kube-apiserver wit
 golden: ## regenerate the golden files of cachebench's table and HTML report
 	$(GO) test -count=1 ./internal/bench/ -run Golden -update
 
+resilience: apiserver ## docs/errors-and-backoff.md's table: client-go and leanstore under each fault for 30 s (about 40 minutes; out/resilience.md)
+	@mkdir -p out
+	CACHETUNE_RESILIENCE_FAULT=30s CACHETUNE_RESILIENCE_OUT=$(CURDIR)/out/resilience.md \
+		$(GO) test -count=1 -timeout 90m -run '^TestTable$$' -v ./internal/resilience/
+
 apiserver: ## build the local kube-apiserver into bin/ (about 8 minutes the first time, then cached)
 	$(GO) run ./cmd/cachebench apiserver --build-only
 
