@@ -83,6 +83,10 @@ func Run(ctx context.Context, cfg *rest.Config, opts ...Option) (*Report, error)
 
 func newClients(cfg *rest.Config, o options) (*clients, error) {
 	c := &clients{progress: o.progress}
+	// Deprecation warnings of the resources read (v1 Endpoints, ...) would
+	// interleave with the progress lines; the doctor only reads.
+	cfg = rest.CopyConfig(cfg)
+	cfg.WarningHandler = rest.NoWarnings{}
 	var err error
 	if c.cs, err = kubernetes.NewForConfig(cfg); err != nil {
 		return nil, err
@@ -142,7 +146,7 @@ func (c *clients) examine(ctx context.Context, t target, o options) Resource {
 		}
 	} else {
 		r.List, err = c.lister.list(ctx, t, o.namespace, formatJSON, func(raw []byte) (string, error) {
-			return jsonSamplePage(raw, &sz, smp)
+			return jsonSamplePage(raw, &sz, smp, t.gvr.GroupVersion().WithKind(t.kind))
 		})
 	}
 	if err != nil {

@@ -32,16 +32,19 @@ func sections(r *Report) []section {
 			res.rows = append(res.rows, row)
 			continue
 		}
-		pb := "-"
-		if x.Protobuf != nil {
-			pb = fmt.Sprintf("%.1f", x.Protobuf.PerObject/1000)
+		js, pb, mf, la := "-", "-", "-", "-"
+		if x.Objects > 0 {
+			js, mf, la = fmt.Sprintf("%.1f", x.JSON.PerObject/1000), percent(x.ManagedFields.Share), percent(x.LastApplied.Share)
+			if x.Protobuf != nil {
+				pb = fmt.Sprintf("%.1f", x.Protobuf.PerObject/1000)
+			}
 		}
 		row = append(row,
 			fmt.Sprint(x.Objects),
-			fmt.Sprintf("%.1f", x.JSON.PerObject/1000),
+			js,
 			pb,
-			percent(x.ManagedFields.Share),
-			percent(x.LastApplied.Share),
+			mf,
+			la,
 			seconds(x.List.FirstPageSeconds),
 			fmt.Sprintf("%s, %s (%s)", seconds(x.List.AllSeconds), plural(x.List.Pages, "page"), x.List.Format),
 		)

@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/client-go/kubernetes/scheme"
 )
 
@@ -84,9 +86,12 @@ func protobufPage(raw []byte, pb *protobufSizes, smp *sampler) (string, error) {
 	return lm.GetContinue(), nil
 }
 
-// jsonSamplePage measures one JSON page of a custom resource and offers its
-// items to the sample, decoded as client-go's dynamic informers decode them.
-func jsonSamplePage(raw []byte, s *sizes, smp *sampler) (string, error) {
+// jsonSamplePage measures one JSON page of a resource client-go has no type
+// for (a custom resource, or a kind of an extension API) and offers its items
+// to the sample, decoded as client-go's dynamic informers decode them: into a
+// map, with apiVersion and kind set from the list where the server left them
+// out, as unstructured's list decoding does.
+func jsonSamplePage(raw []byte, s *sizes, smp *sampler, gvk schema.GroupVersionKind) (string, error) {
 	p, err := parseJSONPage(raw)
 	if err != nil {
 		return "", err
@@ -96,9 +101,13 @@ func jsonSamplePage(raw []byte, s *sizes, smp *sampler) (string, error) {
 			return "", err
 		}
 		if err := smp.offer(func() (runtime.Object, error) {
-			u := &unstructured.Unstructured{}
-			if err := u.UnmarshalJSON(it); err != nil {
+			m := map[string]interface{}{}
+			if err := utiljson.Unmarshal(it, &m); err != nil {
 				return nil, fmt.Errorf("decode item: %w", err)
+			}
+			u := &unstructured.Unstructured{Object: m}
+			if u.GetKind() == "" && u.GetAPIVersion() == "" {
+				u.SetGroupVersionKind(gvk)
 			}
 			return u, nil
 		}); err != nil {
