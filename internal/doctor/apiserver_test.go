@@ -420,3 +420,35 @@ func TestStreamingListsRefused(t *testing.T) {
 	}
 	t.Logf("streaming lists: %+v", r.StreamingLists)
 }
+
+// TestAllResources examines every resource the server serves: each must be
+// measured without an error, including the kinds client-go has no Go type for
+// (CustomResourceDefinitions, APIServices), read as the dynamic client reads
+// them.
+func TestAllResources(t *testing.T) {
+	needServer(t)
+	leakcheck.Check(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := dataset.Seed(ctx, srv.Config, dataset.Spec{Name: "doctor", Namespace: srv.NewNamespace(t), Widgets: 2}); err != nil {
+		t.Fatal(err) // installs the Widget CRD, so that there is a CRD to read
+	}
+	r, err := doctor.Run(ctx, srv.Config, doctor.WithResources("all"), doctor.WithSample(20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Resources) < 30 {
+		t.Errorf("%d resources examined, want every served one (more than 30)", len(r.Resources))
+	}
+	for _, x := range r.Resources {
+		if x.Error != "" {
+			t.Errorf("%s: %s", x.Resource, x.Error)
+		}
+	}
+	for _, name := range []string{"customresourcedefinitions.apiextensions.k8s.io", "apiservices.apiregistration.k8s.io"} {
+		x := resourceOf(t, r, name)
+		if x.BuiltIn || x.Objects == 0 || len(x.Projections) != 6 || x.Protobuf != nil {
+			t.Errorf("%s: built-in %v, %d objects, %d projections, protobuf %v; want read as JSON and projected", name, x.BuiltIn, x.Objects, len(x.Projections), x.Protobuf)
+		}
+	}
+}
