@@ -18,8 +18,9 @@ test-short: ## unit tests only: nothing that needs the API server
 bench: apiserver ## the main job: cachebench run on the local kube-apiserver with the standard dataset (report in out/)
 	$(GO) run ./cmd/cachebench run
 
-golden: ## regenerate the golden files of cachebench's table and HTML report
+golden: ## regenerate the golden files of cachebench's table and HTML report, and of the doctor's table and markdown
 	$(GO) test -count=1 ./internal/bench/ -run Golden -update
+	$(GO) test -short -count=1 ./internal/doctor/ -run Golden -update
 
 resilience: apiserver ## docs/errors-and-backoff.md's table: client-go and leanstore under each fault for 30 s (about 40 minutes; out/resilience.md)
 	@mkdir -p out
