@@ -1,13 +1,11 @@
 package leanstore
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -105,6 +103,7 @@ func (lw *listWatch) ListWithContext(ctx context.Context, reflectorOpts metav1.L
 	if rv == "0" {
 		rv = ""
 	}
+	pace := newPacer(lw.opts.heapBound)
 	for {
 		if err := lw.src.resolve(ctx); err != nil {
 			if !lw.failed(ctx, listFailure, err) {
@@ -113,7 +112,7 @@ func (lw *listWatch) ListWithContext(ctx context.Context, reflectorOpts metav1.L
 			continue
 		}
 		if lw.useStreaming() {
-			res, err := lw.streamingList(ctx, rv)
+			res, err := lw.streamingList(ctx, rv, pace)
 			if err == nil {
 				return lw.done(res, ListPathStreaming, lw.state.streamingReason())
 			}
@@ -135,7 +134,7 @@ func (lw *listWatch) ListWithContext(ctx context.Context, reflectorOpts metav1.L
 				continue
 			}
 		}
-		res, err := lw.pagedList(ctx, rv)
+		res, err := lw.pagedList(ctx, rv, pace)
 		if err == nil {
 			return lw.done(res, ListPathPaged, lw.state.pagedReason(lw.opts.streaming))
 		}
@@ -204,31 +203,26 @@ func (lw *listWatch) useStreaming() bool {
 	return true
 }
 
-// yieldEvery is how many objects a list processes before it lets other goroutines
-// run: decoding thousands of objects in one go starves health probes on a small
-// GOMAXPROCS.
-const yieldEvery = 256
-
 // pagedList lists page by page. Each page's objects are stripped (or replaced by
 // the unchanged cached object) and copied out of the page, so the page itself is
 // garbage before the next one arrives.
-func (lw *listWatch) pagedList(ctx context.Context, rv string) (listResult, error) {
+func (lw *listWatch) pagedList(ctx context.Context, rv string, pace *pacer) (listResult, error) {
 	var res listResult
 	opts := metav1.ListOptions{Limit: lw.opts.pageSize, ResourceVersion: rv}
 	if rv != "" {
 		opts.ResourceVersionMatch = metav1.ResourceVersionMatchNotOlderThan
 	}
-	var page listPager = lw.decodedPage
+	page := lw.decodedPage
 	if lw.raw != nil {
 		page = lw.rawPage(lw.newDecoder())
 	}
 	for {
-		part, cont, err := page(ctx, lw.opts.listOptions(opts))
+		part, cont, err := page(ctx, lw.opts.listOptions(opts), pace)
 		if err != nil {
 			if opts.Continue != "" && isExpired(err) {
 				// The snapshot behind the continue token is gone: start over with
 				// a fresh consistent list.
-				return lw.pagedList(ctx, "")
+				return lw.pagedList(ctx, "", pace)
 			}
 			return res, err
 		}
@@ -242,11 +236,8 @@ func (lw *listWatch) pagedList(ctx context.Context, rv string) (listResult, erro
 	}
 }
 
-// listPager fetches and decodes one page of a LIST.
-type listPager func(ctx context.Context, opts metav1.ListOptions) (listResult, string, error)
-
 // decodedPage lists one page with the client's own decoder.
-func (lw *listWatch) decodedPage(ctx context.Context, opts metav1.ListOptions) (res listResult, cont string, err error) {
+func (lw *listWatch) decodedPage(ctx context.Context, opts metav1.ListOptions, pace *pacer) (res listResult, cont string, err error) {
 	page, err := lw.src.list(ctx, opts)
 	if err != nil {
 		return res, "", err
@@ -255,7 +246,6 @@ func (lw *listWatch) decodedPage(ctx context.Context, opts metav1.ListOptions) (
 	if err != nil {
 		return res, "", fmt.Errorf("list %s: %w", lw.gr(), err)
 	}
-	n := 0
 	err = meta.EachListItem(page, func(obj kruntime.Object) error {
 		kept, reused, err := lw.keep(obj, true)
 		if err != nil {
@@ -265,31 +255,23 @@ func (lw *listWatch) decodedPage(ctx context.Context, opts metav1.ListOptions) (
 			res.reused++
 		}
 		res.items = append(res.items, kept)
-		if n++; n%yieldEvery == 0 {
-			runtime.Gosched()
-		}
+		pace.tick()
 		return nil
 	})
 	res.rv = lm.GetResourceVersion()
 	return res, lm.GetContinue(), err
 }
 
-// rawPage lists pages as protobuf and decodes them with the lean decoder. The
-// body buffer is reused from page to page and dropped with the pager.
-func (lw *listWatch) rawPage(d *protoDecoder) listPager {
-	var buf bytes.Buffer
-	return func(ctx context.Context, opts metav1.ListOptions) (listResult, string, error) {
+// rawPage lists pages as protobuf and decodes them with the lean decoder as
+// they arrive: a page is never held whole, decoded or encoded.
+func (lw *listWatch) rawPage(d *protoDecoder) func(context.Context, metav1.ListOptions, *pacer) (listResult, string, error) {
+	return func(ctx context.Context, opts metav1.ListOptions, pace *pacer) (listResult, string, error) {
 		body, err := lw.raw.rawList(ctx, opts)
 		if err != nil {
 			return listResult{}, "", err
 		}
-		buf.Reset()
-		_, err = buf.ReadFrom(body)
-		body.Close()
-		if err != nil {
-			return listResult{}, "", fmt.Errorf("read list of %s: %w", lw.gr(), err)
-		}
-		return d.decodeList(buf.Bytes(), lw.gr())
+		defer body.Close()
+		return d.decodeListStream(body, lw.gr(), pace)
 	}
 }
 
@@ -316,7 +298,7 @@ func (lw *listWatch) openWatch(ctx context.Context, opts metav1.ListOptions, onB
 
 // streamingList runs a streaming list: a watch that first sends every object as
 // an ADDED event, then a bookmark marking the end of the initial events.
-func (lw *listWatch) streamingList(ctx context.Context, rv string) (listResult, error) {
+func (lw *listWatch) streamingList(ctx context.Context, rv string, pace *pacer) (listResult, error) {
 	timeout := int64((5 + rand.Float64()*5) * 60) // like client-go: 5 to 10 minutes
 	send := true
 	opts := lw.opts.listOptions(metav1.ListOptions{
@@ -326,8 +308,22 @@ func (lw *listWatch) streamingList(ctx context.Context, rv string) (listResult, 
 		AllowWatchBookmarks:  true,
 		TimeoutSeconds:       &timeout,
 	})
+	// A break while the initial events stream is this list's failure; after the
+	// initial-events-end bookmark the stream carries on as the reflector's watch
+	// (see pendingWatch), and a break is reported as a watch failure.
+	var mu sync.Mutex
 	var broken error
-	w, d, err := lw.openWatch(ctx, opts, func(err error) { broken = err })
+	listing := true
+	onBroken := func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if listing {
+			broken = err
+			return
+		}
+		lw.watchStreamBroke(ctx)(err)
+	}
+	w, d, err := lw.openWatch(ctx, opts, onBroken)
 	if err != nil {
 		return listResult{}, err
 	}
@@ -340,7 +336,6 @@ func (lw *listWatch) streamingList(ctx context.Context, rv string) (listResult, 
 		defer timer.Stop()
 		idle = timer.C
 	}
-	n := 0
 	for {
 		select {
 		case <-ctx.Done():
@@ -351,6 +346,8 @@ func (lw *listWatch) streamingList(ctx context.Context, rv string) (listResult, 
 			return res, stalled(lw.opts.idleTimeout)
 		case ev, ok := <-w.ResultChan():
 			if !ok {
+				mu.Lock()
+				defer mu.Unlock()
 				if broken != nil {
 					return res, broken
 				}
@@ -379,9 +376,7 @@ func (lw *listWatch) streamingList(ctx context.Context, rv string) (listResult, 
 				if reused {
 					res.reused++
 				}
-				if n++; n%yieldEvery == 0 {
-					runtime.Gosched()
-				}
+				pace.tick()
 			case watch.Deleted:
 				key, _ := cache.MetaNamespaceKeyFunc(ev.Object)
 				if i, ok := keys[key]; ok {
@@ -405,6 +400,9 @@ func (lw *listWatch) streamingList(ctx context.Context, rv string) (listResult, 
 				if d != nil {
 					res.reused = d.reused
 				}
+				mu.Lock()
+				listing = false
+				mu.Unlock()
 				lw.mu.Lock()
 				lw.pending = &pendingWatch{w: w, rv: res.rv, lean: d != nil}
 				lw.mu.Unlock()

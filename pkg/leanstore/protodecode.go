@@ -65,7 +65,7 @@ type protoDecoder struct {
 	store cache.Store
 	strip *stripper
 
-	metaBuf, objBuf []byte
+	metaBuf, objBuf, itemBuf []byte
 	// reused counts objects returned from the cache.
 	reused int
 }

@@ -123,8 +123,40 @@ func TestDecodeListStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := &protoDecoder{newObject: func() runtime.Object { return &corev1.Pod{} }, strip: &stripper{}}
-	_, _, err := d.decodeList(buf.Bytes(), podsGR)
+	_, _, err := d.decodeListStream(bytes.NewReader(buf.Bytes()), podsGR, newPacer(0))
 	if !isExpired(err) {
-		t.Fatalf("decodeList of a 410 Status = %v, want an expired error", err)
+		t.Fatalf("decodeListStream of a 410 Status = %v, want an expired error", err)
+	}
+}
+
+func TestDecodeListStream(t *testing.T) {
+	list := &corev1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"},
+		ListMeta: metav1.ListMeta{ResourceVersion: "99", Continue: "next"}}
+	for _, name := range []string{"a", "b", "c"} {
+		list.Items = append(list.Items, *testPod(name, "7"))
+	}
+	var buf bytes.Buffer
+	if err := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme).Encode(list, &buf); err != nil {
+		t.Fatal(err)
+	}
+	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	cached := testPod("b", "7")
+	_ = store.Add(cached)
+	d := &protoDecoder{newObject: func() runtime.Object { return &corev1.Pod{} }, strip: &stripper{managedFields: true}, store: store}
+	res, cont, err := d.decodeListStream(bytes.NewReader(buf.Bytes()), podsGR, newPacer(1.25))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cont != "next" || res.rv != "99" || len(res.items) != 3 || res.reused != 1 || res.items[1] != runtime.Object(cached) {
+		t.Fatalf("got rv %q continue %q, %d items, %d reused (b cached: %v)", res.rv, cont, len(res.items), res.reused, res.items[1] == runtime.Object(cached))
+	}
+	if res.items[0].(*corev1.Pod).ManagedFields != nil {
+		t.Fatal("item not stripped")
+	}
+	// Every truncation of the page is an error, never a silently short list.
+	for cut := 1; cut < buf.Len(); cut += 97 {
+		if _, _, err := d.decodeListStream(bytes.NewReader(buf.Bytes()[:cut]), podsGR, newPacer(0)); err == nil {
+			t.Fatalf("a page cut at %d of %d bytes decoded without an error", cut, buf.Len())
+		}
 	}
 }

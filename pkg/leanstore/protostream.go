@@ -2,12 +2,12 @@ package leanstore
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
-	"runtime"
 	"sync"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -15,49 +15,142 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/cachetune/cachetune/pkg/failure"
 )
 
 // maxFrame bounds one watch frame; the API server's own limit on an object is
 // far lower (etcd's request limit), so a larger length is a corrupt stream.
 const maxFrame = 256 << 20
 
-// decodeList decodes one protobuf LIST response page.
-func (d *protoDecoder) decodeList(body []byte, gr schema.GroupResource) (res listResult, cont string, err error) {
-	kind, msg, err := unwrap(body)
-	if err != nil {
-		return res, "", err
+// decodeListStream decodes one protobuf LIST response page as it is read: the
+// envelope and the list message are walked field by field, and each item is read
+// into a reused buffer and decoded on its own. The page is never held whole, so a
+// list needs no more memory than one object beyond what it keeps.
+func (d *protoDecoder) decodeListStream(body io.Reader, gr schema.GroupResource, pace *pacer) (res listResult, cont string, err error) {
+	r := bufio.NewReaderSize(body, 32<<10)
+	var magic [4]byte
+	if _, err := io.ReadFull(r, magic[:]); err != nil {
+		return res, "", fmt.Errorf("read list of %s: %w", gr, err)
 	}
-	if kind == "Status" {
-		return res, "", statusError(msg)
+	if !bytes.Equal(magic[:], protoMagic) {
+		return res, "", fmt.Errorf("list of %s: %w", gr, errNotProtobuf)
 	}
-	n := 0
-	err = eachField(msg, func(num protowire.Number, typ protowire.Type, v []byte) error {
+	var kind string
+	for {
+		num, typ, n, err := readTag(r)
+		if err == io.EOF {
+			return res, cont, nil
+		}
+		if err != nil {
+			return res, "", fmt.Errorf("read list of %s: %w", gr, err)
+		}
 		if typ != protowire.BytesType {
-			return nil
+			return res, "", fmt.Errorf("list of %s: unexpected field %d of type %d in the envelope", gr, num, typ)
+		}
+		switch {
+		case num == unknownTypeMeta:
+			b, err := d.readN(r, n)
+			if err != nil {
+				return res, "", err
+			}
+			_ = eachField(b, func(fn protowire.Number, ft protowire.Type, v []byte) error {
+				if fn == typeMetaKind && ft == protowire.BytesType {
+					kind = string(v)
+				}
+				return nil
+			})
+		case num == unknownRaw && kind == "Status":
+			b, err := d.readN(r, n)
+			if err != nil {
+				return res, "", err
+			}
+			return res, "", statusError(b)
+		case num == unknownRaw:
+			cont, err = d.listMessage(io.LimitReader(r, int64(n)), &res, gr, pace)
+			if err != nil {
+				return res, "", err
+			}
+		default:
+			if _, err := r.Discard(int(n)); err != nil {
+				return res, "", err
+			}
+		}
+	}
+}
+
+// listMessage reads the fields of a list message (metadata, items).
+func (d *protoDecoder) listMessage(lr io.Reader, res *listResult, gr schema.GroupResource, pace *pacer) (cont string, err error) {
+	r := bufio.NewReaderSize(lr, 512)
+	for {
+		num, typ, n, err := readTag(r)
+		if err == io.EOF {
+			return cont, nil
+		}
+		if err != nil {
+			return "", fmt.Errorf("read list of %s: %w", gr, err)
+		}
+		if typ != protowire.BytesType {
+			return "", fmt.Errorf("list of %s: unexpected field %d of type %d", gr, num, typ)
+		}
+		b, err := d.readN(r, n)
+		if err != nil {
+			return "", fmt.Errorf("read list of %s: %w", gr, err)
 		}
 		switch num {
 		case listMetaField:
 			var lm metav1.ListMeta
-			if err := lm.Unmarshal(v); err != nil {
-				return fmt.Errorf("decode list metadata of %s: %w", gr, err)
+			if err := lm.Unmarshal(b); err != nil {
+				return "", fmt.Errorf("decode list metadata of %s: %w", gr, err)
 			}
 			res.rv, cont = lm.ResourceVersion, lm.Continue
 		case listItemsField:
-			obj, reused, err := d.object(v, gr)
+			obj, reused, err := d.object(b, gr)
 			if err != nil {
-				return err
+				return "", err
 			}
 			res.items = append(res.items, obj)
 			if reused {
 				res.reused++
 			}
-			if n++; n%yieldEvery == 0 {
-				runtime.Gosched()
-			}
+			pace.tick()
 		}
-		return nil
-	})
-	return res, cont, err
+	}
+}
+
+// readTag reads a field tag and, for length-delimited fields, the length.
+func readTag(r *bufio.Reader) (protowire.Number, protowire.Type, uint64, error) {
+	tag, err := binary.ReadUvarint(r)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	num, typ := protowire.DecodeTag(tag)
+	if typ != protowire.BytesType {
+		return num, typ, 0, nil
+	}
+	n, err := binary.ReadUvarint(r)
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	if err == nil && n > maxFrame {
+		err = fmt.Errorf("field %d of %d bytes exceeds %d", num, n, maxFrame)
+	}
+	return num, typ, n, err
+}
+
+// readN reads n bytes into the decoder's item buffer, which the next call reuses.
+func (d *protoDecoder) readN(r io.Reader, n uint64) ([]byte, error) {
+	if uint64(cap(d.itemBuf)) < n {
+		d.itemBuf = make([]byte, n)
+	}
+	d.itemBuf = d.itemBuf[:n]
+	if _, err := io.ReadFull(r, d.itemBuf); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	return d.itemBuf, nil
 }
 
 func statusError(msg []byte) error {
@@ -135,7 +228,7 @@ func (w *protoWatch) run() {
 		}
 		ev, err := w.event(frame)
 		if err != nil {
-			w.fail(err)
+			w.fail(&failure.Error{Layer: failure.LayerDecode, Reason: failure.Decode, Resource: w.gr.String(), Err: err})
 			return
 		}
 		select {

@@ -1,0 +1,53 @@
+package leanstore
+
+import (
+	"runtime"
+	rtmetrics "runtime/metrics"
+)
+
+// pacer runs between the objects of a list. Every few objects it lets other
+// goroutines run (decoding thousands of objects in one go starves health probes
+// and every other goroutine on a small GOMAXPROCS), and it keeps the heap within
+// heapBound times the live heap: a list decodes objects faster than the garbage
+// collector's pacing expects, and without a bound the heap grows to about twice
+// the live heap (GOGC=100) before a collection, which is the start-up and re-list
+// spike this package exists to remove. When the heap in use exceeds the bound by
+// more than minGarbage, the pacer runs a collection itself. A process whose heap is
+// mostly something other than this list rarely crosses the bound, so the check
+// costs it nothing.
+type pacer struct {
+	bound   float64
+	n       int
+	samples []rtmetrics.Sample
+	// GCs counts the collections the pacer ran.
+	GCs int
+}
+
+const (
+	paceEvery  = 64      // objects between yields and heap checks
+	minGarbage = 4 << 20 // never collect for less garbage than this
+)
+
+func newPacer(bound float64) *pacer {
+	return &pacer{bound: bound, samples: []rtmetrics.Sample{
+		{Name: "/memory/classes/heap/objects:bytes"},
+		{Name: "/gc/heap/live:bytes"},
+	}}
+}
+
+// tick is called after each object of a list.
+func (p *pacer) tick() {
+	if p.n++; p.n%paceEvery != 0 {
+		return
+	}
+	if p.bound > 0 {
+		rtmetrics.Read(p.samples)
+		inUse, live := p.samples[0].Value.Uint64(), p.samples[1].Value.Uint64()
+		if inUse > live+minGarbage && float64(inUse) > p.bound*float64(live) {
+			runtime.GC()
+			p.GCs++
+			return
+		}
+	}
+	runtime.Gosched()
+}
