@@ -117,8 +117,11 @@ func TestResilienceBackoffResetsAfterSuccess(t *testing.T) {
 		from := log.len()
 		remove := p.AddRule(faults.Rule{Match: faults.Match{Resource: "configmaps", Verb: faults.List}, Fault: faults.Status(503, 0)})
 		defer remove()
-		if p.EndWatches(faults.Match{Resource: "configmaps"}, faults.Gone()) != 1 {
-			t.Fatal("no live watch to end")
+		// The watch starts just after the list that synced or recovered.
+		for deadline := time.Now().Add(5 * time.Second); p.EndWatches(faults.Match{Resource: "configmaps"}, faults.Gone()) != 1; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("no live watch to end in 5 s")
+			}
 		}
 		var lists []loggedFailure
 		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
