@@ -123,6 +123,10 @@ func (lw *listWatch) ListWithContext(ctx context.Context, reflectorOpts metav1.L
 			case refusesStreaming(err):
 				lw.state.refuse(lw.opts.streaming, err)
 				// fall through to a paged LIST right away
+			case errors.Is(err, errStalled):
+				// Nothing came, not even the end of the initial events: list with
+				// LIST this time rather than wait another idle period.
+				lw.report(ctx, streamFailure, err, 0)
 			case isExpired(err) && rv != "":
 				lw.report(ctx, streamFailure, err, 0)
 				rv = ""
@@ -394,7 +398,11 @@ func (lw *listWatch) streamingList(ctx context.Context, rv string, pace *pacer) 
 					return res, fmt.Errorf("streaming list of %s: bookmark: %w", lw.gr(), err)
 				}
 				if m.GetAnnotations()[metav1.InitialEventsAnnotationKey] != "true" {
-					continue
+					// A server that serves streaming lists sends no other bookmark
+					// before the end of the initial events: this one ignored
+					// sendInitialEvents (an API server older than 1.27).
+					w.Stop()
+					return res, errStreamingIgnored
 				}
 				res.rv = m.GetResourceVersion()
 				if d != nil {
@@ -539,14 +547,19 @@ func isExpired(err error) bool {
 // (an API server with the WatchList feature off rejects sendInitialEvents as an
 // invalid request), as opposed to a failure of one attempt.
 func refusesStreaming(err error) bool {
-	if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
+	if errors.Is(err, errStreamingIgnored) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
 		return true
 	}
 	var status apierrors.APIStatus
 	return errors.As(err, &status) && status.Status().Code == 422
 }
 
-// stalled is the error of a watch silent for longer than idle.
+// errStalled is the error of a watch silent for longer than the idle timeout.
+var errStalled = errors.New("watch stalled")
+
+// errStreamingIgnored is a server answering a streaming list with a plain watch.
+var errStreamingIgnored = errors.New("the server ignored sendInitialEvents: it sent a bookmark before the end of the initial events")
+
 func stalled(idle time.Duration) error {
-	return fmt.Errorf("no event or bookmark for %s", idle)
+	return fmt.Errorf("%w: no event or bookmark for %s", errStalled, idle)
 }

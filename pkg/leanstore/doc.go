@@ -1,0 +1,67 @@
+// Package leanstore provides drop-in replacements for client-go's informer
+// factories whose caches are lean: smaller per object, with no start-up or
+// re-list spike, and with every list and watch failure reported.
+//
+// A controller swaps one constructor and keeps every lister, informer and handler:
+//
+//	// factory := informers.NewSharedInformerFactory(clientset, 0)
+//	factory := leanstore.NewSharedInformerFactory(clientset, 0,
+//		leanstore.WithStripLastApplied(), // on top of managedFields, stripped by default
+//		leanstore.WithSharing(true),      // Pods of one workload share their equal parts
+//	)
+//	pods := factory.Core().V1().Pods().Lister()
+//	factory.Start(ctx.Done())
+//	factory.WaitForCacheSync(ctx.Done())
+//
+// NewDynamicSharedInformerFactory and NewMetadataSharedInformerFactory replace
+// dynamicinformer.NewDynamicSharedInformerFactory and
+// metadatainformer.NewSharedInformerFactory the same way. Each returns a type
+// that implements client-go's factory interface (checked at compile time) and
+// adds Status, Census and Check.
+//
+// # What is lean about it
+//
+// Each informer is client-go's own SharedIndexInformer; only its list and watch
+// are leanstore's:
+//
+//   - Stripping: managedFields (by default), annotations by key or prefix
+//     (WithStripLastApplied, WithStripAnnotations), and prunes per resource or Go
+//     type (WithPrune, WithTypedPrune), in that fixed order, then the caller's own
+//     transform (WithTransform or SetTransform). Each runs once per decoded
+//     object, and all are idempotent.
+//   - No untransformed list: for protobuf (typed and metadata-only informers) a
+//     list page or watch event is read field by field; managedFields and stripped
+//     annotations are cut from the encoded bytes before an object is decoded, and
+//     a page is never held whole.
+//   - Re-lists into the existing store: an object whose uid and resourceVersion
+//     match the cached one is not decoded at all; the cached object is kept. A
+//     re-list of an unchanged cache allocates almost nothing.
+//   - A heap bound during lists (WithHeapBound, default 1.25): the list collects
+//     garbage itself when the heap passes the bound, instead of letting it reach
+//     twice the live heap.
+//   - Sharing (WithSharing): equal slices, maps and pointers of different cached
+//     objects are stored once; interning (WithInterning) does it for strings only.
+//   - Streaming lists (WithStreamingLists): Auto uses them when the server serves
+//     them and remembers a refusal; On always tries; Off always pages.
+//
+// # Failures are never silent
+//
+// Every failure of a list or watch (including the 410s, broken streams and
+// stalled watches that client-go only logs at high verbosity, or not at all) is
+// logged with its class, counted in Prometheus (WithMetrics), recorded in the
+// informer's Status, and given to every handler registered with
+// SetWatchErrorHandler as a *failure.Error. Failed lists and watch starts are
+// retried with the factory's Backoff (WithBackoff; client-go's defaults, plus a
+// reset after each success). A watch that delivers nothing for
+// WithWatchIdleTimeout (2 minutes by default; the server sends a bookmark about
+// once a minute) is ended and resumed from its last resourceVersion.
+//
+// # Looking inside
+//
+// Status reports per informer the list path the server really served and why,
+// the last list, the objects kept on the last re-list and the failures by cause.
+// Census counts objects and estimates the heap they hold (within 5% of the
+// measured heap); with WithMetrics both are Prometheus gauges. Check is a
+// readiness check that names informers not synced or degraded. Unwrap finds the
+// leanstore Informer behind client-go's typed informer views.
+package leanstore
