@@ -21,6 +21,8 @@ func init() {
 		Supports: BuiltinOnly, Start: startLeanTyped(leanstore.WithStripLastApplied(), leanstore.WithSharing(true))})
 	RegisterBothListPaths(Mode{Name: "leanstore/metadata-strip-mf", Title: "leanstore metadata-only, strip managedFields",
 		Start: startLeanMetadata()})
+	RegisterBothListPaths(Mode{Name: "leanstore/metadata-strip-mf-la", Title: "leanstore metadata-only, strip managedFields and last-applied",
+		Start: startLeanMetadata(leanstore.WithStripLastApplied())})
 	RegisterBothListPaths(Mode{Name: "leanstore/metadata-lean", Title: "leanstore metadata-only, strip managedFields and last-applied, share equal parts",
 		Start: startLeanMetadata(leanstore.WithStripLastApplied(), leanstore.WithSharing(true))})
 }

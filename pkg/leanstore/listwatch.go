@@ -58,6 +58,8 @@ type listWatch struct {
 
 	mu      sync.Mutex
 	synced  bool
+	// lastCount is the size of the last list, to size the next one's slice.
+	lastCount int
 	pending *pendingWatch // the stream of the last streaming list, for the next Watch
 }
 
@@ -182,13 +184,31 @@ func (lw *listWatch) done(res listResult, path ListPath, reason string) (kruntim
 	lw.tracker.listed(path, reason, len(res.items), res.reused)
 	lw.mu.Lock()
 	lw.synced = true
+	lw.lastCount = len(res.items)
 	lw.mu.Unlock()
-	list := &metav1.List{ListMeta: metav1.ListMeta{ResourceVersion: res.rv}}
-	list.Items = make([]kruntime.RawExtension, len(res.items))
-	for i, obj := range res.items {
-		list.Items[i].Object = obj
-	}
-	return list, nil
+	return &objectList{ListMeta: metav1.ListMeta{ResourceVersion: res.rv}, Items: res.items}, nil
+}
+
+// objectList is the list handed to the reflector: its items are the objects to
+// store, by reference, so that nothing is copied on the way.
+type objectList struct {
+	metav1.TypeMeta
+	metav1.ListMeta
+	Items []kruntime.Object
+}
+
+// DeepCopyObject copies the list, not its objects: cached objects are read-only.
+func (l *objectList) DeepCopyObject() kruntime.Object {
+	c := *l
+	c.Items = append([]kruntime.Object(nil), l.Items...)
+	return &c
+}
+
+// listSizeHint is the expected number of objects of the next list.
+func (lw *listWatch) listSizeHint() int {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	return lw.lastCount
 }
 
 func (lw *listWatch) isSynced() bool {
@@ -229,6 +249,9 @@ func (lw *listWatch) pagedList(ctx context.Context, rv string, pace *pacer) (lis
 				return lw.pagedList(ctx, "", pace)
 			}
 			return res, err
+		}
+		if res.items == nil {
+			res.items = make([]kruntime.Object, 0, max(lw.listSizeHint(), len(part.items)))
 		}
 		res.items = append(res.items, part.items...)
 		res.reused += part.reused
@@ -331,8 +354,21 @@ func (lw *listWatch) streamingList(ctx context.Context, rv string, pace *pacer) 
 	if err != nil {
 		return listResult{}, err
 	}
-	keys := map[string]int{}
-	var res listResult
+	res := listResult{items: make([]kruntime.Object, 0, lw.listSizeHint())}
+	// index finds items by key for MODIFIED and DELETED events, which a server
+	// does not send before the end of the initial events: it is built only if one
+	// comes.
+	var index map[string]int
+	indexed := func() map[string]int {
+		if index == nil {
+			index = make(map[string]int, len(res.items))
+			for i, obj := range res.items {
+				k, _ := cache.MetaNamespaceKeyFunc(obj)
+				index[k] = i
+			}
+		}
+		return index
+	}
 	var idle <-chan time.Time
 	var timer *time.Timer
 	if lw.opts.idleTimeout > 0 {
@@ -370,26 +406,28 @@ func (lw *listWatch) streamingList(ctx context.Context, rv string, pace *pacer) 
 						return res, err
 					}
 				}
-				key, _ := cache.MetaNamespaceKeyFunc(kept)
-				if i, ok := keys[key]; ok {
-					res.items[i] = kept
-				} else {
-					keys[key] = len(res.items)
-					res.items = append(res.items, kept)
+				if ev.Type == watch.Modified || index != nil {
+					key, _ := cache.MetaNamespaceKeyFunc(kept)
+					if i, ok := indexed()[key]; ok {
+						res.items[i] = kept
+						break
+					}
+					index[key] = len(res.items)
 				}
+				res.items = append(res.items, kept)
 				if reused {
 					res.reused++
 				}
 				pace.tick()
 			case watch.Deleted:
 				key, _ := cache.MetaNamespaceKeyFunc(ev.Object)
-				if i, ok := keys[key]; ok {
+				if i, ok := indexed()[key]; ok {
 					last := len(res.items) - 1
 					res.items[i] = res.items[last]
 					k2, _ := cache.MetaNamespaceKeyFunc(res.items[i])
-					keys[k2] = i
+					index[k2] = i
 					res.items = res.items[:last]
-					delete(keys, key)
+					delete(index, key)
 				}
 			case watch.Bookmark:
 				m, err := meta.Accessor(ev.Object)

@@ -291,7 +291,7 @@ func WithDegradedAfter(n int) Option {
 }
 
 // WithHeapBound bounds the heap while an informer lists: when the heap in use
-// grows past bound times the live heap (and by at least 4 MiB), the list runs a
+// grows past bound times the live heap (and by at least 2 MiB), the list runs a
 // garbage collection before it goes on. The default, 1.25, keeps the start-up and
 // re-list peaks near the cache's own size, at the cost of a few extra
 // collections during a list; 0 leaves collections to the runtime's pacing alone,

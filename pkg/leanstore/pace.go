@@ -25,7 +25,7 @@ type pacer struct {
 
 const (
 	paceEvery  = 64      // objects between yields and heap checks
-	minGarbage = 4 << 20 // never collect for less garbage than this
+	minGarbage = 2 << 20 // never collect for less garbage than this
 )
 
 func newPacer(bound float64) *pacer {
