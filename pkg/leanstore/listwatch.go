@@ -56,11 +56,11 @@ type listWatch struct {
 	// bounded number of requests.
 	watchBroken atomic.Bool
 
-	mu      sync.Mutex
-	synced  bool
+	mu     sync.Mutex
+	synced bool
 	// lastCount is the size of the last list, to size the next one's slice.
 	lastCount int
-	pending *pendingWatch // the stream of the last streaming list, for the next Watch
+	pending   *pendingWatch // the stream of the last streaming list, for the next Watch
 }
 
 // pendingWatch is a streaming list's watch after its initial events: the
