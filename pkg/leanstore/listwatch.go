@@ -116,6 +116,7 @@ func (lw *listWatch) ListWithContext(ctx context.Context, reflectorOpts metav1.L
 		if lw.useStreaming() {
 			res, err := lw.streamingList(ctx, rv, pace)
 			if err == nil {
+				pace.finish()
 				return lw.done(res, ListPathStreaming, lw.state.streamingReason())
 			}
 			if ctx.Err() != nil {
@@ -142,6 +143,7 @@ func (lw *listWatch) ListWithContext(ctx context.Context, reflectorOpts metav1.L
 		}
 		res, err := lw.pagedList(ctx, rv, pace)
 		if err == nil {
+			pace.finish()
 			return lw.done(res, ListPathPaged, lw.state.pagedReason(lw.opts.streaming))
 		}
 		if ctx.Err() != nil {

@@ -40,14 +40,33 @@ func (p *pacer) tick() {
 	if p.n++; p.n%paceEvery != 0 {
 		return
 	}
-	if p.bound > 0 {
-		rtmetrics.Read(p.samples)
-		inUse, live := p.samples[0].Value.Uint64(), p.samples[1].Value.Uint64()
-		if inUse > live+minGarbage && float64(inUse) > p.bound*float64(live) {
-			runtime.GC()
-			p.GCs++
-			return
-		}
+	if !p.collect(p.bound) {
+		runtime.Gosched()
 	}
-	runtime.Gosched()
+}
+
+// finish is called when a list is complete, before the reflector replaces the
+// store's contents: client-go's replacement allocates a few hundred bytes per
+// object (keys, a new items map, the index), and it should start from a heap
+// without the list's garbage rather than on top of it.
+func (p *pacer) finish() {
+	if p.bound > 0 {
+		p.collect(1)
+	}
+}
+
+// collect runs a collection when the heap in use exceeds bound times the live
+// heap by more than minGarbage, and reports whether it did.
+func (p *pacer) collect(bound float64) bool {
+	if p.bound <= 0 {
+		return false
+	}
+	rtmetrics.Read(p.samples)
+	inUse, live := p.samples[0].Value.Uint64(), p.samples[1].Value.Uint64()
+	if inUse > live+minGarbage && float64(inUse) > bound*float64(live) {
+		runtime.GC()
+		p.GCs++
+		return true
+	}
+	return false
 }

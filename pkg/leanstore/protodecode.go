@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unsafe"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -65,7 +66,7 @@ type protoDecoder struct {
 	store cache.Store
 	strip *stripper
 
-	metaBuf, objBuf, itemBuf []byte
+	metaBuf, objBuf, itemBuf, keyBuf []byte
 	// reused counts objects returned from the cache.
 	reused int
 }
@@ -162,11 +163,13 @@ func (d *protoDecoder) cached(id identity) (runtime.Object, bool) {
 	if d.store == nil || len(id.uid) == 0 || len(id.rv) == 0 {
 		return nil, false
 	}
-	key := string(id.name)
+	// The key is built in a reused buffer: the store only looks it up.
+	d.keyBuf = append(d.keyBuf[:0], id.namespace...)
 	if len(id.namespace) > 0 {
-		key = string(id.namespace) + "/" + key
+		d.keyBuf = append(d.keyBuf, '/')
 	}
-	old, ok, _ := d.store.GetByKey(key)
+	d.keyBuf = append(d.keyBuf, id.name...)
+	old, ok, _ := d.store.GetByKey(unsafe.String(unsafe.SliceData(d.keyBuf), len(d.keyBuf)))
 	if !ok {
 		return nil, false
 	}
