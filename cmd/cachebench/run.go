@@ -73,7 +73,8 @@ the initial sync and during forced re-lists (a 410 Gone on the watch, through a
 proxy), Go scheduler latency and the lateness of a 1 ms probe goroutine.
 
 With no flags it starts the local kube-apiserver, seeds 10,000 realistic Pods and
-runs every mode. With --kubeconfig it measures that cluster read-only (no
+runs the default modes (--modes all runs every mode; --list-modes marks the extra
+ones). With --kubeconfig it measures that cluster read-only (no
 objects are written) unless --seed is given, which seeds a namespace of its own
 and deletes it afterwards. Prints a table; writes JSON and an HTML report to
 --out.`, stderr)
@@ -89,7 +90,7 @@ and deletes it afterwards. Prints a table; writes JSON and an HTML report to
 	fs.IntVar(&s.Widgets, "widgets", 0, "number of Widget custom resources to seed (installs the CRD)")
 	fs.IntVar(&s.WidgetBytes, "widget-bytes", 2<<10, "spec bytes per Widget")
 	resources := fs.String("resources", "", "resources to cache, comma-separated from pods,configmaps,secrets,widgets (default: the kinds seeded; pods with --kubeconfig)")
-	modes := fs.String("modes", "", "modes to run: comma-separated names or globs, e.g. 'client-go/typed*' (default: all; see --list-modes)")
+	modes := fs.String("modes", "", "modes to run: comma-separated names or globs, e.g. 'client-go/typed*', or all (default: every mode not marked extra in --list-modes)")
 	listModes := fs.Bool("list-modes", false, "list the modes and exit")
 	fs.IntVar(&o.plan.Relists, "relists", o.plan.Relists, "forced re-lists per mode")
 	settle := fs.Duration("settle", o.plan.Settle.D(), "wait after the sync and after each re-list before reading the live heap")
@@ -216,7 +217,11 @@ func modesFor(modes []bench.Mode, gvr schema.GroupVersionResource) []bench.Mode 
 func writeModeList(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, m := range bench.Modes() {
-		fmt.Fprintf(tw, "%s\t%s\n", m.Name, m.Title)
+		extra := ""
+		if m.Extra {
+			extra = "(extra: --modes all or by name)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", m.Name, m.Title, extra)
 	}
 	return tw.Flush()
 }

@@ -29,6 +29,10 @@ type Mode struct {
 	// Start builds the cache and starts it; it must not wait for the sync. The
 	// cache stops when ctx ends or when Cache.Stop is called.
 	Start func(ctx context.Context, env Env) (Cache, error)
+	// Extra leaves the mode out of the default set (cachebench run with no
+	// --modes), which must finish within a few minutes: it runs when --modes
+	// names it, or with --modes all.
+	Extra bool
 }
 
 // Env is what a mode's constructor gets.
@@ -127,7 +131,16 @@ func Lookup(name string) (Mode, bool) {
 // error, so that a typo is not a silently shorter run.
 func Select(patterns string) ([]Mode, error) {
 	all := Modes()
-	if strings.TrimSpace(patterns) == "" {
+	switch strings.TrimSpace(patterns) {
+	case "":
+		var out []Mode
+		for _, m := range all {
+			if !m.Extra {
+				out = append(out, m)
+			}
+		}
+		return out, nil
+	case "all":
 		return all, nil
 	}
 	picked := make([]bool, len(all))

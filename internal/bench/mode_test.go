@@ -46,9 +46,27 @@ func TestSelect(t *testing.T) {
 			t.Errorf("Select(%q) = %s, want %s", tc.patterns, names(got), tc.want)
 		}
 	}
-	all, err := Select("")
+	all, err := Select("all")
 	if err != nil || len(all) != len(Modes()) {
-		t.Errorf("Select(\"\") = %d modes, %v; want all %d", len(all), err, len(Modes()))
+		t.Errorf("Select(\"all\") = %d modes, %v; want all %d", len(all), err, len(Modes()))
+	}
+	def, err := Select("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	extra := 0
+	for _, m := range Modes() {
+		if m.Extra {
+			extra++
+		}
+	}
+	for _, m := range def {
+		if m.Extra {
+			t.Errorf("default set has extra mode %s", m.Name)
+		}
+	}
+	if extra == 0 || len(def) != len(Modes())-extra {
+		t.Errorf("Select(\"\") = %d modes; want the %d that are not extra", len(def), len(Modes())-extra)
 	}
 }
 

@@ -12,15 +12,17 @@ import (
 
 // The leanstore modes: cachetune's drop-in factories, with the same stripping as
 // the client-go modes beside them, so that each pair differs only in the library.
+// The default set keeps the stripping the memory targets are about (managedFields
+// and last-applied) and the lean modes; --modes all adds the rest.
 func init() {
 	RegisterBothListPaths(Mode{Name: "leanstore/typed-strip-mf", Title: "leanstore typed, strip managedFields",
-		Supports: BuiltinOnly, Start: startLeanTyped()})
+		Supports: BuiltinOnly, Start: startLeanTyped(), Extra: true})
 	RegisterBothListPaths(Mode{Name: "leanstore/typed-strip-mf-la", Title: "leanstore typed, strip managedFields and last-applied",
 		Supports: BuiltinOnly, Start: startLeanTyped(leanstore.WithStripLastApplied())})
 	RegisterBothListPaths(Mode{Name: "leanstore/typed-lean", Title: "leanstore typed, strip managedFields and last-applied, share equal parts",
 		Supports: BuiltinOnly, Start: startLeanTyped(leanstore.WithStripLastApplied(), leanstore.WithSharing(true))})
 	RegisterBothListPaths(Mode{Name: "leanstore/metadata-strip-mf", Title: "leanstore metadata-only, strip managedFields",
-		Start: startLeanMetadata()})
+		Start: startLeanMetadata(), Extra: true})
 	RegisterBothListPaths(Mode{Name: "leanstore/metadata-strip-mf-la", Title: "leanstore metadata-only, strip managedFields and last-applied",
 		Start: startLeanMetadata(leanstore.WithStripLastApplied())})
 	RegisterBothListPaths(Mode{Name: "leanstore/metadata-lean", Title: "leanstore metadata-only, strip managedFields and last-applied, share equal parts",
