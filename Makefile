@@ -44,11 +44,12 @@ golangci: ## golangci-lint v2 from the module proxy
 
 tidy-check: ## fail when go mod tidy would change go.mod or go.sum
 	@for d in . tools/kubeapiserver; do \
-		(cd $$d && cp go.mod /tmp/cachetune-go.mod.bak && cp go.sum /tmp/cachetune-go.sum.bak && \
+		(cd $$d && bak=$$(mktemp -d) && cp go.mod go.sum $$bak/ && \
 		 $(GO) mod tidy && \
-		 if ! cmp -s go.mod /tmp/cachetune-go.mod.bak || ! cmp -s go.sum /tmp/cachetune-go.sum.bak; then \
-			mv /tmp/cachetune-go.mod.bak go.mod; mv /tmp/cachetune-go.sum.bak go.sum; \
-			echo "go mod tidy changes $$d/go.mod or go.sum: run it and commit"; exit 1; fi) || exit 1; \
+		 if ! cmp -s go.mod $$bak/go.mod || ! cmp -s go.sum $$bak/go.sum; then \
+			cp $$bak/go.mod $$bak/go.sum .; rm -rf $$bak; \
+			echo "go mod tidy changes $$d/go.mod or go.sum: run it and commit"; exit 1; fi; \
+		 rm -rf $$bak) || exit 1; \
 	done
 
 clean: ## remove local builds and reports
