@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/cachetune/cachetune/internal/bench"
+	"github.com/cachetune/cachetune/pkg/leanstore"
 )
 
 // storeModes are ways of filling an informer's store with plain client-go:
@@ -27,6 +28,12 @@ var storeModes = []struct {
 	{"typed-strip-mf-la", false, bench.StripManagedFieldsAndLastApplied},
 	{"metadata", true, nil},
 	{"metadata-strip-mf", true, bench.StripManagedFields},
+	// leanstore's stripping and sharing, applied as a client-go transform: what
+	// the lean modes' objects cost in a store (leanstore's own list path, which
+	// never decodes what it strips, is measured by cachebench).
+	{"leanstore-typed-lean", false, leanstore.Transform(leanstore.WithStripLastApplied(), leanstore.WithSharing(true))},
+	{"leanstore-metadata-strip-mf-la", true, leanstore.Transform(leanstore.WithStripLastApplied())},
+	{"leanstore-metadata-lean", true, leanstore.Transform(leanstore.WithStripLastApplied(), leanstore.WithSharing(true))},
 }
 
 // metaSerializer speaks PartialObjectMetadataList in protobuf, the list a
