@@ -178,18 +178,22 @@ func Run(ctx context.Context, cfg *rest.Config, namespace string, newInformer Ne
 	if err != nil {
 		return res, err
 	}
+	// The handler fills surfaced and errs, which become the result's once
+	// counting has stopped: the informer outlives an early return.
 	var (
 		mu         sync.Mutex
 		counting   bool
 		faultStart time.Time
+		surfaced   = map[failure.Reason]int{}
+		errs       []Surfaced
 	)
 	if err := inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
 		mu.Lock()
 		defer mu.Unlock()
 		if counting {
-			res.Surfaced[failure.Classify(err).Cause]++
-			if len(res.Errors) < maxErrors {
-				res.Errors = append(res.Errors, Surfaced{At: time.Since(faultStart), Err: err})
+			surfaced[failure.Classify(err).Cause]++
+			if len(errs) < maxErrors {
+				errs = append(errs, Surfaced{At: time.Since(faultStart), Err: err})
 			}
 		}
 	}); err != nil {
@@ -274,6 +278,7 @@ func Run(ctx context.Context, cfg *rest.Config, namespace string, newInformer Ne
 	// Errors from here on come from stopping the informer, not the fault.
 	mu.Lock()
 	counting = false
+	res.Surfaced, res.Errors = surfaced, errs
 	mu.Unlock()
 	_, res.FinalReadiness = readiness(ctx, inf)
 	res.FinalStatus = status(inf)
