@@ -193,3 +193,35 @@ func describeResult(r resilience.Result) string {
 	}
 	return b.String()
 }
+
+// TestResilienceMetadataOnly runs the faults that reach the decoder and the
+// list path on a metadata-only informer, which reads its own protobuf
+// through client-go's metadata client: the same convergence, bounds and
+// classes as the typed informer.
+func TestResilienceMetadataOnly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs against the API server")
+	}
+	backoff := leanstore.DefaultBackoff()
+	for _, sc := range resilience.Scenarios(resilienceObjects, 1200) {
+		if sc.Name != "watch-malformed" && sc.Name != "stream-cut" && sc.Name != "list-503" {
+			continue
+		}
+		t.Run(sc.Name, func(t *testing.T) {
+			leakcheck.Check(t)
+			o := resilience.Options{Objects: resilienceObjects, Settle: time.Second, FaultFor: resilienceFault}
+			newInformer := resilience.LeanMetadataConfigMaps(leanstore.WithLogger(logr.Discard()))
+			r, err := resilience.Run(testContext(t, 2*time.Minute), srv.Config, srv.NewNamespace(t), newInformer, sc, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Log(describeResult(r))
+			if !r.Converged {
+				t.Errorf("did not converge: %s", r.Diff)
+			}
+			checkBounded(t, r, backoff, o.FaultFor, false)
+			checkSurfaced(t, r, wantCause[sc.Name], false)
+			checkRecovered(t, r)
+		})
+	}
+}
