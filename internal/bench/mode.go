@@ -108,6 +108,23 @@ func RegisterBothListPaths(m Mode) {
 	Register(l)
 }
 
+// markExtra leaves registered modes out of the default set (see Mode.Extra).
+func markExtra(names ...string) {
+	registry.Lock()
+	defer registry.Unlock()
+	for _, n := range names {
+		found := false
+		for i := range registry.modes {
+			if registry.modes[i].Name == n {
+				registry.modes[i].Extra, found = true, true
+			}
+		}
+		if !found {
+			panic(fmt.Sprintf("bench: no mode %q to mark extra", n))
+		}
+	}
+}
+
 // Modes returns every registered mode in registration order.
 func Modes() []Mode {
 	registry.Lock()

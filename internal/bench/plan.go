@@ -34,7 +34,7 @@ func DefaultPlan() Plan {
 	return Plan{
 		Relists:       2,
 		Settle:        Duration(500 * time.Millisecond),
-		Idle:          Duration(2 * time.Second),
+		Idle:          Duration(1500 * time.Millisecond),
 		SampleEvery:   Duration(5 * time.Millisecond),
 		ProbeEvery:    Duration(time.Millisecond),
 		SyncTimeout:   Duration(10 * time.Minute),
