@@ -253,7 +253,7 @@ func isTLS(err error) bool {
 var decodeMessages = []string{
 	"json parse error", // runtime/serializer/json, "couldn't get version/kind; json parse error"
 	"unable to decode", // streaming decoders
-	"proto: ",          // generated protobuf unmarshalling
+	"proto:",           // generated protobuf unmarshalling; the protobuf module sometimes puts a non-breaking space after the colon
 	"unexpected end of JSON input",
 	"invalid character",  // encoding/json syntax errors
 	"object has no kind", // runtime.missingKindErr text variants

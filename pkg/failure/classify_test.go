@@ -190,3 +190,13 @@ func TestReasonLayer(t *testing.T) {
 		}
 	}
 }
+
+// The protobuf module words its errors "proto: ..." or, in some builds,
+// "proto:\u00a0..." (a non-breaking space, to discourage matching on the text).
+func TestProtobufDecodeErrorsEitherSpacing(t *testing.T) {
+	for _, msg := range []string{"proto: variable length integer overflow", "proto:\u00a0variable length integer overflow"} {
+		if got := failure.Classify(errors.New(msg)).Reason; got != failure.Decode {
+			t.Errorf("Classify(%q).Reason = %s, want Decode", msg, got)
+		}
+	}
+}
