@@ -55,6 +55,10 @@ type listWatch struct {
 	// out the backoff first, so that a fault repeating on every watch costs a
 	// bounded number of requests.
 	watchBroken atomic.Bool
+	// stalls counts watches in a row that stalled before delivering anything:
+	// when watches keep stalling while lists work (a proxy that black-holes
+	// long requests), the informer lists again instead of watching in vain.
+	stalls atomic.Int32
 
 	mu     sync.Mutex
 	synced bool
@@ -523,6 +527,11 @@ func (lw *listWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptio
 	if lw.watchBroken.Swap(false) && !sleep(ctx, lw.backoff.delay()) {
 		return nil, ctx.Err()
 	}
+	if lw.stalls.Load() >= maxStalls {
+		lw.stalls.Store(0)
+		lw.tracker.logger.Info("watches keep stalling: listing again", "stalls", maxStalls)
+		return nil, reportedError{apierrors.NewResourceExpired("watches stalled; listing again")}
+	}
 	for {
 		w, d, err := lw.openWatch(ctx, lw.opts.listOptions(opts), lw.watchStreamBroke(ctx))
 		if err == nil {
@@ -593,6 +602,9 @@ func refusesStreaming(err error) bool {
 	var status apierrors.APIStatus
 	return errors.As(err, &status) && status.Status().Code == 422
 }
+
+// maxStalls is how many watches in a row may stall before the informer lists again.
+const maxStalls = 2
 
 // errStalled is the error of a watch silent for longer than the idle timeout.
 var errStalled = errors.New("watch stalled")

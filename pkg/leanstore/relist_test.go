@@ -282,3 +282,34 @@ func TestExportedTransformsKeepClientGoStreaming(t *testing.T) {
 		})
 	}
 }
+
+// TestStalledWatchesFallBackToList black-holes every watch (but not lists): after
+// two stalled watches the informer lists again, so it still converges.
+func TestStalledWatchesFallBackToList(t *testing.T) {
+	leakcheck.Check(t)
+	ctx := testContext(t, 2*time.Minute)
+	ns := srv.NewNamespace(t)
+	seedPods(t, ctx, ns, 5)
+	proxy, err := faults.Start(srv.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	runCtx, stop := context.WithCancel(ctx)
+	f, inf := startLean(t, runCtx, proxy.Config(srv.Config), "typed", leanstore.WithNamespace(ns),
+		leanstore.WithStreamingLists(leanstore.StreamingOff), leanstore.WithWatchIdleTimeout(time.Second),
+		leanstore.WithBackoff(leanstore.Backoff{Initial: 100 * time.Millisecond, Factor: 2, Cap: time.Second}))
+	defer f.Shutdown()
+	defer stop() // stalled connections end with the informer's context
+	remove := proxy.AddRule(faults.Rule{Match: faults.Match{Resource: "pods", Verb: faults.Watch}, Fault: faults.Stall()})
+	defer remove()
+	proxy.EndWatches(faults.Match{Resource: "pods", Verb: faults.Watch}, faults.Gone())
+	waitFor(t, ctx, "the re-list after the 410", func() bool { return inf.Status().Lists == 2 })
+	seedPods(t, ctx, ns, 8) // three more pods, which only a list can now bring
+	waitFor(t, ctx, "convergence through lists while every watch stalls", func() bool {
+		return sameState(serverState(t, ctx, ns), cacheState(inf))
+	})
+	if st := inf.Status(); st.StalledWatches < 2 || st.Lists < 3 {
+		t.Errorf("%d stalled watches reported and %d lists, want at least 2 and 3", st.StalledWatches, st.Lists)
+	}
+}

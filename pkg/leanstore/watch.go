@@ -65,6 +65,9 @@ func (w *leanWatch) run(ctx context.Context) {
 			return
 		case <-idle:
 			w.lw.watchBroken.Store(true)
+			if events == 0 {
+				w.lw.stalls.Add(1)
+			}
 			w.lw.report(ctx, Failure{Reason: failure.WatchStalled}, stalled(idleTimeout), 0)
 			return // the reflector sees the channel close and watches again from its last resourceVersion
 		case ev, ok := <-w.inner.ResultChan():
@@ -97,6 +100,7 @@ func (w *leanWatch) run(ctx context.Context) {
 				if events++; events == 1 {
 					w.lw.tracker.ok()
 					w.lw.backoff.reset()
+					w.lw.stalls.Store(0)
 				}
 			}
 			select {
