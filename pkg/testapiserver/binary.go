@@ -26,6 +26,12 @@ const binaryName = "cachetune-kube-apiserver"
 // sourceDir is the nested module, relative to the repository root.
 var sourceDir = filepath.Join("tools", "kubeapiserver")
 
+// ldflags stamp the Kubernetes version the nested module builds into the
+// binary, so that /version says what it is (a build from module sources would
+// otherwise report v0.0.0-master).
+const ldflags = "-X k8s.io/component-base/version.gitVersion=v1.37.2 " +
+	"-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37"
+
 // Binary returns the path of the server binary, building it first when it is
 // missing or older than its sources.
 //
@@ -75,7 +81,7 @@ func Binary(ctx context.Context, progress io.Writer) (string, error) {
 	}
 	start := time.Now()
 	tmp := bin + ".tmp"
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", tmp, ".")
+	cmd := exec.CommandContext(ctx, "go", "build", "-ldflags", ldflags, "-o", tmp, ".")
 	cmd.Dir = src
 	cmd.Env = append(os.Environ(), "GOWORK=off")
 	out, err := cmd.CombinedOutput()
@@ -140,6 +146,7 @@ func sourceHash(dir string) (string, error) {
 		return "", fmt.Errorf("go env GOVERSION: %w (is Go installed?)", err)
 	}
 	h.Write(goVersion)
+	h.Write([]byte(ldflags))
 	for _, n := range names {
 		b, err := os.ReadFile(filepath.Join(dir, n))
 		if err != nil {
