@@ -141,7 +141,7 @@ func readTag(r *bufio.Reader) (protowire.Number, protowire.Type, uint64, error) 
 // readN reads n bytes into the decoder's item buffer, which the next call reuses.
 func (d *protoDecoder) readN(r io.Reader, n uint64) ([]byte, error) {
 	if uint64(cap(d.itemBuf)) < n {
-		d.itemBuf = make([]byte, n)
+		d.itemBuf = make([]byte, growTo(cap(d.itemBuf), int(n)))
 	}
 	d.itemBuf = d.itemBuf[:n]
 	if _, err := io.ReadFull(r, d.itemBuf); err != nil {
@@ -219,7 +219,7 @@ func (w *protoWatch) run() {
 			return
 		}
 		if cap(frame) < int(n) {
-			frame = make([]byte, n)
+			frame = make([]byte, growTo(cap(frame), int(n)))
 		}
 		frame = frame[:n]
 		if _, err := io.ReadFull(r, frame); err != nil {
@@ -246,7 +246,7 @@ func (w *protoWatch) event(frame []byte) (watch.Event, error) {
 	err := eachField(frame, func(num protowire.Number, t protowire.Type, v []byte) error {
 		switch {
 		case num == watchEventType && t == protowire.BytesType:
-			typ = string(v)
+			typ = eventType(v)
 		case num == watchEventObject && t == protowire.BytesType:
 			return eachField(v, func(n protowire.Number, t protowire.Type, rv []byte) error {
 				if n == rawExtensionRaw && t == protowire.BytesType {
@@ -301,4 +301,21 @@ func (w *protoWatch) ended(err error) {
 
 func (w *protoWatch) fail(err error) {
 	w.onError(fmt.Errorf("watch stream of %s broke: %w", w.gr, err))
+}
+
+// growTo is the capacity for a buffer of capacity c that must hold n bytes: with
+// headroom, so that objects of slowly growing sizes do not reallocate it each time.
+func growTo(c, n int) int {
+	return max(n+n/4, 2*c)
+}
+
+// eventType returns the event type named by b without allocating for the known
+// types, which is every event of a healthy stream.
+func eventType(b []byte) string {
+	for _, t := range []watch.EventType{watch.Added, watch.Modified, watch.Deleted, watch.Bookmark, watch.Error} {
+		if string(b) == string(t) {
+			return string(t)
+		}
+	}
+	return string(b)
 }
