@@ -259,6 +259,7 @@ func TestExportedTransformsKeepClientGoStreaming(t *testing.T) {
 	for name, tf := range map[string]cache.TransformFunc{
 		"StripManagedFields":               leanstore.StripManagedFields,
 		"StripManagedFieldsAndLastApplied": leanstore.StripManagedFieldsAndLastApplied,
+		"Transform(every option)":          everyStrip(),
 	} {
 		t.Run(name, func(t *testing.T) {
 			proxy.ResetCounts()

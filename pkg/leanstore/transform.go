@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -139,13 +140,38 @@ func StripManagedFieldsAndLastApplied(obj interface{}) (interface{}, error) {
 //	informers.NewSharedInformerFactoryWithOptions(cs, 0,
 //		informers.WithTransform(leanstore.Transform(leanstore.WithStripLastApplied())))
 //
-// Options that concern lists and watches are ignored. The function is idempotent,
-// as client-go requires.
+// Prunes added WithPrune apply to objects whose resource the function can tell
+// from their kind: typed objects of client-go's scheme, and unstructured or
+// metadata-only objects that carry apiVersion and kind. Options that concern
+// lists and watches are ignored. The function is idempotent, as client-go
+// requires.
 func Transform(opts ...Option) cache.TransformFunc {
 	o := newOptions(0, opts)
 	s := o.strip
 	return func(obj interface{}) (interface{}, error) {
-		gr := schema.GroupResource{}
+		var gr schema.GroupResource
+		if len(s.prunes) > 0 {
+			gr = resourceOf(obj)
+		}
 		return s.apply(obj, gr)
 	}
+}
+
+// resourceOf guesses the resource of obj from its kind, or returns the zero
+// GroupResource when obj says nothing of its kind.
+func resourceOf(obj interface{}) schema.GroupResource {
+	ro, ok := obj.(runtime.Object)
+	if !ok {
+		return schema.GroupResource{}
+	}
+	gvk := ro.GetObjectKind().GroupVersionKind()
+	if gvk.Kind == "" {
+		gvks, _, err := scheme.Scheme.ObjectKinds(ro)
+		if err != nil || len(gvks) == 0 {
+			return schema.GroupResource{}
+		}
+		gvk = gvks[0]
+	}
+	plural, _ := meta.UnsafeGuessKindToResource(gvk)
+	return plural.GroupResource()
 }
