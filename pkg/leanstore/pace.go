@@ -46,18 +46,26 @@ func (p *pacer) tick() {
 }
 
 // finish is called when a list is complete, before the reflector replaces the
-// store's contents: client-go's replacement allocates a few hundred bytes per
-// object (keys, a new items map, the index), and it should start from a heap
-// without the list's garbage rather than on top of it.
+// store's contents: client-go's replacement allocates 500 to 600 bytes per object
+// (a set of keys, a new items map and index, the events for handlers), and it
+// should start from a heap without the list's garbage rather than on top of it.
+// One collection per list is cheap next to the list itself, so finish collects
+// whatever garbage is left, however little.
 func (p *pacer) finish() {
-	if p.bound > 0 {
-		p.collect(1)
-	}
+	p.collectAbove(1, finishMinGarbage)
 }
 
 // collect runs a collection when the heap in use exceeds bound times the live
 // heap by more than minGarbage, and reports whether it did.
 func (p *pacer) collect(bound float64) bool {
+	return p.collectAbove(bound, minGarbage)
+}
+
+// finishMinGarbage is the garbage below which finish does not collect: less than
+// a collection's own cost.
+const finishMinGarbage = 256 << 10
+
+func (p *pacer) collectAbove(bound float64, minGarbage uint64) bool {
 	if p.bound <= 0 {
 		return false
 	}
