@@ -32,7 +32,8 @@
 // forced re-list. For a re-list the child asks the parent, which ends the
 // child's watch with a 410 Gone through a proxy (the Server interface); the
 // re-list is complete when the informer has delivered an update for every
-// object it had.
+// object it had, or, for a library that delivers only what changed (leanstore),
+// when it reports one more completed list.
 //
 // # Output
 //

@@ -165,6 +165,10 @@ func Measure(ctx context.Context, spec MeasureSpec) (res Result, err error) {
 		rl := Relist{Index: k}
 		want := int64(c.Len())
 		base := h.delivered()
+		lists0 := 0
+		if c.Lists != nil {
+			lists0 = c.Lists()
+		}
 		bytes0 := traffic.bytes.Load()
 		rtK0, tK0 := profile.ReadRuntime(), since()
 		mark(tK0, fmt.Sprintf("410 #%d", k))
@@ -173,6 +177,9 @@ func Measure(ctx context.Context, spec MeasureSpec) (res Result, err error) {
 		rl.WatchesEnded = ended
 		if err == nil {
 			err = waitFor(ctx, plan.RelistTimeout.D(), func() bool {
+				if c.Lists != nil {
+					return c.Lists() > lists0
+				}
 				if want == 0 { // nothing to deliver: a new list request is the sign
 					return traffic.lastList.Load() > int64(tK0)
 				}

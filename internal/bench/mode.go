@@ -61,6 +61,10 @@ type Cache struct {
 	// ListPath reports the list path the library says it took ("streaming",
 	// "list"); nil or "" means the library does not say.
 	ListPath func() string
+	// Lists, when set, counts the lists the library has completed: a forced
+	// re-list is then complete when it grows, since such a library delivers
+	// only the objects that changed rather than an update for every object.
+	Lists func() int
 	// Stop stops the informers and waits for them to end.
 	Stop func()
 }

@@ -75,6 +75,7 @@ func startLean(ctx context.Context, env Env, start func(context.Context), shutdo
 		HasSynced: inf.HasSynced,
 		Len:       func() int { return len(inf.GetStore().ListKeys()) },
 		ListPath:  func() string { return string(inf.Status().ListPath) },
+		Lists:     func() int { return inf.Status().Lists },
 		Stop:      func() { cancel(); shutdown() },
 	}, nil
 }

@@ -36,6 +36,15 @@
 //   - Re-lists into the existing store: an object whose uid and resourceVersion
 //     match the cached one is not decoded at all; the cached object is kept. A
 //     re-list of an unchanged cache allocates almost nothing.
+//   - Re-lists inside the watch: when a watch expires (410 Gone), the informer
+//     lists again without ending the watch and hands client-go only what changed:
+//     ADDED and MODIFIED for objects that differ from the store, DELETED (with the
+//     last known object, not a tombstone) for those the list no longer has, and a
+//     bookmark at the list's resourceVersion. client-go's store is not replaced
+//     wholesale, which would build a second items map, index and key set (500 to
+//     600 bytes per object) and send every handler an update per object. Other
+//     failures that need a list (a stalled watch twice in a row, an expired
+//     resourceVersion when a watch starts) go through client-go's re-list.
 //   - A heap bound during lists (WithHeapBound, default 1.25): the list collects
 //     garbage itself when the heap passes the bound, instead of letting it reach
 //     twice the live heap.

@@ -52,7 +52,7 @@ func newInformer(cfg informerConfig, o *options, state *factoryState, m *metrics
 	tr := newTracker(cfg.name, cfg.gr().String(), cfg.wire, o.logger, m)
 	lw := &listWatch{
 		src: cfg.src, gr: cfg.gr, opts: o, strip: &strip, state: state,
-		tracker: tr, backoff: newBackoffState(o.backoff),
+		tracker: tr, backoff: newBackoffState(o.backoff), expiry: newBackoffState(o.backoff), example: cfg.example,
 	}
 	inner := cache.NewSharedIndexInformerWithOptions(lw, cfg.example, cache.SharedIndexInformerOptions{
 		ResyncPeriod:      cfg.resync,

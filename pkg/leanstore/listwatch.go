@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
@@ -31,6 +32,11 @@ import (
 // resourceVersion match the one already cached is replaced by the cached one at
 // once, so a re-list of an unchanged store allocates almost nothing that lives.
 //
+// A watch that expires (410) lists again from inside the watch and sends the
+// reflector only the differences from its store (see leanWatch.relist), so that
+// client-go's Replace, with its second copy of the store's bookkeeping, runs only
+// for the initial list and the rarer re-lists the reflector asks for itself.
+//
 // It tells the reflector that it does not support WatchList semantics, so the
 // reflector always calls List: listWatch decides itself between a streaming list
 // and a paged LIST, remembers when the server refuses streaming lists, retries
@@ -43,6 +49,9 @@ type listWatch struct {
 	state   *factoryState
 	tracker *tracker
 	backoff *backoffState
+	// expiry paces re-lists after watches that expire (410) before delivering
+	// anything; it resets when a watch delivers an event.
+	expiry *backoffState
 
 	// raw is src when it can hand out raw protobuf responses, which the lean
 	// decoder reads (see protodecode.go); nil otherwise.
@@ -50,6 +59,8 @@ type listWatch struct {
 
 	// store is the informer's indexer, where unchanged objects are looked up.
 	store cache.Store
+	// example is an empty object of the informer's type, for bookmarks.
+	example kruntime.Object
 
 	// watchBroken is set when a watch ended in a failure: the next watch waits
 	// out the backoff first, so that a fault repeating on every watch costs a
@@ -100,20 +111,30 @@ func (lw *listWatch) Watch(opts metav1.ListOptions) (watch.Interface, error) {
 // store (unchanged ones are the cached objects themselves).
 func (lw *listWatch) ListWithContext(ctx context.Context, reflectorOpts metav1.ListOptions) (kruntime.Object, error) {
 	lw.dropPending()
-	listFailure := Failure{Reason: failure.InitialListFailed, Relist: lw.isSynced()}
-	streamFailure := listFailure
-	streamFailure.Streaming = true
 	// "0" lets the API server answer from its watch cache in one piece, ignoring
 	// any page size; "" is a consistent read that honours pages.
 	rv := reflectorOpts.ResourceVersion
 	if rv == "0" {
 		rv = ""
 	}
+	res, err := lw.list(ctx, rv)
+	if err != nil {
+		return nil, err
+	}
+	return &objectList{ListMeta: metav1.ListMeta{ResourceVersion: res.rv}, Items: res.items}, nil
+}
+
+// list lists every object from rv ("" for the latest), by a streaming list or a
+// paged LIST, retrying with backoff until it succeeds or ctx ends.
+func (lw *listWatch) list(ctx context.Context, rv string) (listResult, error) {
+	listFailure := Failure{Reason: failure.InitialListFailed, Relist: lw.isSynced()}
+	streamFailure := listFailure
+	streamFailure.Streaming = true
 	pace := newPacer(lw.opts.heapBound)
 	for {
 		if err := lw.src.resolve(ctx); err != nil {
 			if !lw.failed(ctx, listFailure, err) {
-				return nil, ctx.Err()
+				return listResult{}, ctx.Err()
 			}
 			continue
 		}
@@ -121,10 +142,10 @@ func (lw *listWatch) ListWithContext(ctx context.Context, reflectorOpts metav1.L
 			res, err := lw.streamingList(ctx, rv, pace)
 			if err == nil {
 				pace.finish()
-				return lw.done(res, ListPathStreaming, lw.state.streamingReason())
+				return lw.listed(res, ListPathStreaming, lw.state.streamingReason()), nil
 			}
 			if ctx.Err() != nil {
-				return nil, ctx.Err()
+				return listResult{}, ctx.Err()
 			}
 			switch {
 			case refusesStreaming(err):
@@ -140,7 +161,7 @@ func (lw *listWatch) ListWithContext(ctx context.Context, reflectorOpts metav1.L
 				continue
 			default:
 				if !lw.failed(ctx, streamFailure, err) {
-					return nil, ctx.Err()
+					return listResult{}, ctx.Err()
 				}
 				continue
 			}
@@ -148,10 +169,10 @@ func (lw *listWatch) ListWithContext(ctx context.Context, reflectorOpts metav1.L
 		res, err := lw.pagedList(ctx, rv, pace)
 		if err == nil {
 			pace.finish()
-			return lw.done(res, ListPathPaged, lw.state.pagedReason(lw.opts.streaming))
+			return lw.listed(res, ListPathPaged, lw.state.pagedReason(lw.opts.streaming)), nil
 		}
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return listResult{}, ctx.Err()
 		}
 		if isExpired(err) && rv != "" {
 			lw.report(ctx, listFailure, err, 0)
@@ -159,7 +180,7 @@ func (lw *listWatch) ListWithContext(ctx context.Context, reflectorOpts metav1.L
 			continue
 		}
 		if !lw.failed(ctx, listFailure, err) {
-			return nil, ctx.Err()
+			return listResult{}, ctx.Err()
 		}
 	}
 }
@@ -184,7 +205,8 @@ type listResult struct {
 	reused int
 }
 
-func (lw *listWatch) done(res listResult, path ListPath, reason string) (kruntime.Object, error) {
+// listed records a successful list.
+func (lw *listWatch) listed(res listResult, path ListPath, reason string) listResult {
 	lw.backoff.reset()
 	lw.tracker.ok()
 	lw.tracker.listed(path, reason, len(res.items), res.reused)
@@ -192,7 +214,7 @@ func (lw *listWatch) done(res listResult, path ListPath, reason string) (kruntim
 	lw.synced = true
 	lw.lastCount = len(res.items)
 	lw.mu.Unlock()
-	return &objectList{ListMeta: metav1.ListMeta{ResourceVersion: res.rv}, Items: res.items}, nil
+	return res
 }
 
 // objectList is the list handed to the reflector: its items are the objects to
@@ -522,7 +544,7 @@ func shallowCopy(obj kruntime.Object) kruntime.Object {
 func (lw *listWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	if p := lw.takePending(opts.ResourceVersion); p != nil {
 		lw.tracker.watchStarted()
-		return newLeanWatch(ctx, lw, p.w, p.lean), nil
+		return newLeanWatch(ctx, lw, p.w, p.lean, opts), nil
 	}
 	if lw.watchBroken.Swap(false) && !sleep(ctx, lw.backoff.delay()) {
 		return nil, ctx.Err()
@@ -536,7 +558,7 @@ func (lw *listWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptio
 		w, d, err := lw.openWatch(ctx, lw.opts.listOptions(opts), lw.watchStreamBroke(ctx))
 		if err == nil {
 			lw.tracker.watchStarted()
-			return newLeanWatch(ctx, lw, w, d != nil), nil
+			return newLeanWatch(ctx, lw, w, d != nil, opts), nil
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -614,4 +636,81 @@ var errStreamingIgnored = errors.New("the server ignored sendInitialEvents: it s
 
 func stalled(idle time.Duration) error {
 	return fmt.Errorf("%w: no event or bookmark for %s", errStalled, idle)
+}
+
+// diff calls emit with the changes that turn the store into items: ADDED for an
+// object the store lacks, MODIFIED for one that differs from the stored object
+// (an unchanged object is the stored object itself, see keep), DELETED with the
+// stored object for a key that items lack. It stops when emit returns false and
+// reports whether it finished.
+func (lw *listWatch) diff(items []kruntime.Object, emit func(watch.Event) bool) bool {
+	keys := make([]string, 0, len(items))
+	stored := 0
+	for _, obj := range items {
+		key, err := cache.MetaNamespaceKeyFunc(obj)
+		if err != nil {
+			continue // keep has accessed its metadata already
+		}
+		keys = append(keys, key)
+		old, exists, _ := lw.store.GetByKey(key)
+		switch {
+		case !exists:
+			if !emit(watch.Event{Type: watch.Added, Object: obj}) {
+				return false
+			}
+			continue
+		case old != any(obj):
+			if !emit(watch.Event{Type: watch.Modified, Object: obj}) {
+				return false
+			}
+		}
+		stored++
+	}
+	storeKeys := lw.store.ListKeys()
+	if stored == len(storeKeys) {
+		return true // every stored key was listed
+	}
+	listed := make(map[string]struct{}, len(keys))
+	for _, k := range keys {
+		listed[k] = struct{}{}
+	}
+	for _, k := range storeKeys {
+		if _, ok := listed[k]; ok {
+			continue
+		}
+		old, exists, _ := lw.store.GetByKey(k)
+		o, ok := old.(kruntime.Object)
+		if !exists || !ok {
+			continue
+		}
+		if !emit(watch.Event{Type: watch.Deleted, Object: o}) {
+			return false
+		}
+	}
+	return true
+}
+
+// bookmark returns a bookmark object at rv, of the type of the listed objects (or
+// the informer's example), which the reflector accepts in a watch.
+func (lw *listWatch) bookmark(rv string, items []kruntime.Object) (kruntime.Object, bool) {
+	like := lw.example
+	if len(items) > 0 {
+		like = items[0]
+	}
+	if like == nil || reflect.TypeOf(like).Kind() != reflect.Pointer {
+		return nil, false
+	}
+	obj, ok := reflect.New(reflect.TypeOf(like).Elem()).Interface().(kruntime.Object)
+	if !ok {
+		return nil, false
+	}
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		u.SetGroupVersionKind(like.GetObjectKind().GroupVersionKind())
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, false
+	}
+	m.SetResourceVersion(rv)
+	return obj, true
 }

@@ -3,10 +3,13 @@ package leanstore_test
 import (
 	"context"
 	"fmt"
+	"maps"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -18,6 +21,7 @@ import (
 
 	"github.com/cachetune/cachetune/internal/leakcheck"
 	"github.com/cachetune/cachetune/pkg/dataset"
+	"github.com/cachetune/cachetune/pkg/failure"
 	"github.com/cachetune/cachetune/pkg/faults"
 	"github.com/cachetune/cachetune/pkg/leanstore"
 	"github.com/cachetune/cachetune/pkg/testapiserver"
@@ -313,4 +317,143 @@ func TestStalledWatchesFallBackToList(t *testing.T) {
 	if st := inf.Status(); st.StalledWatches < 2 || st.Lists < 3 {
 		t.Errorf("%d stalled watches reported and %d lists, want at least 2 and 3", st.StalledWatches, st.Lists)
 	}
+}
+
+// handlerView is what an event handler learns: key -> resourceVersion, built only
+// from the events it receives, and the events it received after a point.
+type handlerView struct {
+	mu                           sync.Mutex
+	state                        map[string]string
+	adds, updates, deletes, tomb int
+}
+
+func (v *handlerView) handler() cache.ResourceEventHandler {
+	key := func(obj interface{}) string { k, _ := cache.MetaNamespaceKeyFunc(obj); return k }
+	rv := func(obj interface{}) string { m, _ := meta.Accessor(obj); return m.GetResourceVersion() }
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj interface{}) {
+			v.mu.Lock()
+			defer v.mu.Unlock()
+			v.adds++
+			v.state[key(obj)] = rv(obj)
+		},
+		UpdateFunc: func(_, obj interface{}) {
+			v.mu.Lock()
+			defer v.mu.Unlock()
+			v.updates++
+			v.state[key(obj)] = rv(obj)
+		},
+		DeleteFunc: func(obj interface{}) {
+			v.mu.Lock()
+			defer v.mu.Unlock()
+			v.deletes++
+			if _, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				v.tomb++
+			}
+			delete(v.state, key(obj))
+		},
+	}
+}
+
+func (v *handlerView) snapshot() (state map[string]string, adds, updates, deletes, tomb int) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return maps.Clone(v.state), v.adds, v.updates, v.deletes, v.tomb
+}
+
+func (v *handlerView) resetCounts() {
+	v.mu.Lock()
+	v.adds, v.updates, v.deletes, v.tomb = 0, 0, 0, 0
+	v.mu.Unlock()
+}
+
+// TestRelistInsideTheWatch: a watch that misses changes and then expires (410)
+// lists again and hands the informer only the differences: the handler sees one
+// add, one update and one delete (a real DELETED, not a tombstone), the store and
+// the handler's view equal the server's, and the server saw exactly one list.
+func TestRelistInsideTheWatch(t *testing.T) {
+	for _, mode := range []leanstore.StreamingMode{leanstore.StreamingAuto, leanstore.StreamingOff} {
+		t.Run(fmt.Sprint(mode), func(t *testing.T) {
+			leakcheck.Check(t)
+			ctx := testContext(t, time.Minute)
+			ns := srv.NewNamespace(t)
+			seedPods(t, ctx, ns, 6)
+			proxy, err := faults.Start(srv.Config)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer proxy.Close()
+			runCtx, stop := context.WithCancel(ctx)
+			f := leanstore.NewSharedInformerFactory(kubernetes.NewForConfigOrDie(proxy.Config(srv.Config)), 0,
+				leanstore.WithNamespace(ns), leanstore.WithStreamingLists(mode))
+			defer f.Shutdown()
+			defer stop()
+			inf := f.Core().V1().Pods().Informer()
+			view := &handlerView{state: map[string]string{}}
+			if _, err := inf.AddEventHandler(view.handler()); err != nil {
+				t.Fatal(err)
+			}
+			f.Start(runCtx.Done())
+			if !cache.WaitForCacheSync(runCtx.Done(), inf.HasSynced) {
+				t.Fatal("informer did not sync")
+			}
+			waitFor(t, ctx, "the initial adds", func() bool { s, _, _, _, _ := view.snapshot(); return len(s) == 6 })
+			view.resetCounts()
+
+			// The watch ends (cleanly, as at the server's time-out) and the
+			// next ones fail with 503: none delivers the changes below.
+			time.Sleep(1100 * time.Millisecond) // client-go faults a watch shorter than a second
+			watches := faults.Match{Resource: "pods", Verb: faults.Watch}
+			unavailable := proxy.AddRule(faults.Rule{Match: watches, Fault: faults.Status(503, 0)})
+			proxy.ResetCounts()
+			proxy.EndWatches(faults.Match{Resource: "pods"}, faults.Truncate(0))
+			waitFor(t, ctx, "a failed watch", func() bool { return proxy.Counts().ByResourceVerb["pods"][faults.Watch] >= 1 })
+			pods := srv.Clientset().CoreV1().Pods(ns)
+			list, err := pods.List(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sorted := byName(podPointers(list.Items))
+			if err := pods.Delete(ctx, sorted[0].Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+				t.Fatal(err)
+			}
+			changed := sorted[1].DeepCopy()
+			changed.Labels["changed"] = "yes"
+			if _, err := pods.Update(ctx, changed, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			extra := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "extra"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+			if _, err := pods.Create(ctx, extra, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			// The next watch expires at once (410), as a watch from a compacted
+			// resourceVersion does.
+			proxy.AddRule(faults.Rule{Match: watches, Fault: faults.Gone(), Count: 1})
+			unavailable()
+
+			want := serverState(t, ctx, ns)
+			waitFor(t, ctx, "the store to converge after the 410", func() bool { return maps.Equal(cacheState(inf), want) })
+			waitFor(t, ctx, "the handler to converge", func() bool { s, _, _, _, _ := view.snapshot(); return maps.Equal(s, want) })
+			_, adds, updates, deletes, tomb := view.snapshot()
+			if adds != 1 || updates != 1 || deletes != 1 || tomb != 0 {
+				t.Errorf("handler saw %d adds, %d updates, %d deletes (%d tombstones): want exactly 1, 1, 1 and no tombstone", adds, updates, deletes, tomb)
+			}
+			c := proxy.Counts().ByResourceVerb["pods"]
+			if lists := c[faults.List] + c[faults.WatchList]; lists != 1 {
+				t.Errorf("server saw %v: want exactly one list, after the 410", c)
+			}
+			st := leanstore.Unwrap(inf).Status()
+			if st.Lists != 2 || st.FailuresByCause[failure.Gone] != 1 {
+				t.Errorf("status: %d lists, %d 410s: want 2 and 1 (%+v)", st.Lists, st.FailuresByCause[failure.Gone], st)
+			}
+		})
+	}
+}
+
+func podPointers(items []corev1.Pod) []*corev1.Pod {
+	out := make([]*corev1.Pod, len(items))
+	for i := range items {
+		out[i] = &items[i]
+	}
+	return out
 }
