@@ -123,7 +123,8 @@ type Relist struct {
 	// Seconds is from the first list request after the 410 until every
 	// object had been delivered again.
 	Seconds float64 `json:"seconds"`
-	// Updates is the number of update events delivered in the re-list.
+	// Updates is the number of add and update events delivered in the re-list:
+	// one per object with client-go, one per changed object with leanstore.
 	Updates int `json:"updates"`
 	// LiveHeapAfter is the live heap after the re-list settled (after a GC).
 	LiveHeapAfter uint64 `json:"liveHeapAfterBytes"`
