@@ -120,8 +120,9 @@ type Relist struct {
 	Error string `json:"error,omitempty"`
 	// WatchesEnded is how many watch streams the proxy ended with a 410.
 	WatchesEnded int `json:"watchesEnded"`
-	// Seconds is from the first list request after the 410 until every
-	// object had been delivered again.
+	// Seconds is from the last list request after the 410 until every object
+	// had been delivered again (client-go) or the library reported the list
+	// complete (leanstore).
 	Seconds float64 `json:"seconds"`
 	// Updates is the number of add and update events delivered in the re-list:
 	// one per object with client-go, one per changed object with leanstore.
