@@ -179,7 +179,7 @@ func TestProjectionOrder(t *testing.T) {
 		// NewPod has no managedFields (the server writes them): give it some.
 		p := dataset.NewPod(spec, i, now)
 		p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: dataset.ApplyManager, Operation: metav1.ManagedFieldsOperationApply,
-			APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fmt.Sprintf(`{"f:metadata":{"f:labels":{"f:pod-%04d":{}}}}`, i) + strings.Repeat(" ", 4000))}}}
+			APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(fmt.Sprintf(`{"f:metadata":{"f:labels":{"f:pod-%04d":{}}}}`, i) + strings.Repeat(" ", 4000))}}
 		sample = append(sample, p)
 	}
 	got, err := project(sample, true, 1000, 25)

@@ -103,10 +103,10 @@ func later(a, b *metav1.Time) bool {
 func sameFields(a, b *metav1.FieldsV1) bool {
 	var ra, rb []byte
 	if a != nil {
-		ra = a.Raw
+		ra = a.GetRawBytes()
 	}
 	if b != nil {
-		rb = b.Raw
+		rb = b.GetRawBytes()
 	}
 	return bytes.Equal(ra, rb)
 }

@@ -68,7 +68,7 @@ func TestClassify(t *testing.T) {
 		{"409 resourceVersion", apierrors.NewConflict(pods, "p", errors.New("the object has been modified")), class(failure.Conflict, 409, T, F, F)},
 		{"409 server-side apply", ssa, class(failure.FieldManagerConflict, 409, F, T, F)},
 		{"410 expired", apierrors.NewResourceExpired("too old resource version"), class(failure.Gone, 410, T, F, F)},
-		{"410 gone", apierrors.NewGone("gone"), class(failure.Gone, 410, T, F, F)},
+		{"410 gone", apierrors.NewGone("gone"), class(failure.Gone, 410, T, F, F)}, //nolint:staticcheck // servers and proxies still send reason Gone
 		{"413", apierrors.NewRequestEntityTooLargeError("big"), class(failure.RequestEntityTooLarge, 413, F, T, F)},
 		{"415", apierrors.NewGenericServerResponse(415, "POST", pods, "p", "", 0, false), class(failure.UnsupportedMediaType, 415, F, T, F)},
 		{"422", apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, "p", field.ErrorList{field.Required(field.NewPath("spec"), "")}), class(failure.Invalid, 422, F, T, F)},

@@ -19,11 +19,10 @@ type resourceMapping struct {
 	gvk  schema.GroupVersionKind
 	disc rest.Interface // discovery REST client; nil when unavailable
 
-	mu        sync.Mutex
-	res       string
-	scoped    bool
-	resolved  bool
-	resolveEr error
+	mu       sync.Mutex
+	res      string
+	scoped   bool
+	resolved bool
 }
 
 func newResourceMapping(gvk schema.GroupVersionKind, disc rest.Interface) *resourceMapping {

@@ -112,11 +112,11 @@ func TestSharedValuesAreFreed(t *testing.T) {
 		return n
 	}
 	held := countLive()
+	runtime.KeepAlive(objs) // held until counted
 	objs = nil
 	runtime.GC()
 	runtime.GC()
 	if after := countLive(); after >= held {
 		t.Errorf("live shared values: %d while objects were held, %d after they were dropped; want fewer", held, after)
 	}
-	runtime.KeepAlive(objs)
 }

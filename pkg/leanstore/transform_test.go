@@ -82,9 +82,9 @@ func decorate(m metav1.Object) {
 	m.SetLabels(l)
 	m.SetManagedFields([]metav1.ManagedFieldsEntry{
 		{Manager: "cachetune-apply", Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1",
-			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{}}`)}},
+			FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{}}`)},
 		{Manager: "cachetune-status", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1",
-			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{}}`)}, Subresource: "status"},
+			FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:status":{}}`), Subresource: "status"},
 	})
 }
 

@@ -245,7 +245,7 @@ func TestRetryAfterBeyondCapsGivesUpAtOnce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	start = time.Now()
-	resp = do(t, retry.NewTransport(nil, fast), get(t, s.URL).WithContext(ctx))
+	do(t, retry.NewTransport(nil, fast), get(t, s.URL).WithContext(ctx))
 	if took := time.Since(start); s.attempts() != 1 || took > time.Second {
 		t.Errorf("%d attempts after %s, want the 429 at once: the deadline is before Retry-After", s.attempts(), took)
 	}
