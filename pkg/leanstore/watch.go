@@ -26,7 +26,7 @@ import (
 // DELETED for stored objects the list no longer has, then a bookmark at the
 // list's resourceVersion; then it watches on from there. client-go's own re-list
 // replaces the whole store instead, building a second items map, index and key
-// set next to the first (500 to 600 bytes per object), and sends every handler an
+// set next to the first (about 0.6 KB per object, see docs/memory.md), and sends every handler an
 // update per object.
 type leanWatch struct {
 	lw    *listWatch

@@ -44,8 +44,8 @@ type Options struct {
 	Burst int
 	// GOGC is the server process's GOGC (default 300, unless GOGC is set in
 	// the environment): the server and its etcd allocate heavily while a dataset
-	// is written, and at Go's default of 100 they spend a quarter of their CPU
-	// in garbage collection, which makes seeding about a third slower.
+	// is written; seeding 3,000 Pods into a fresh server ran at 86 Pods/s with
+	// Go's default of 100 and at 106 Pods/s with 300 (cachebench seed).
 	GOGC string
 }
 
