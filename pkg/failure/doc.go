@@ -21,7 +21,8 @@
 //	           ServerTimeout 500, ServiceUnavailable 503, GatewayTimeout 504,
 //	           OtherClientStatus 4xx, OtherServerStatus 5xx
 //	decode     Decode
-//	watcher    InitialListFailed, WatchStartFailed, WatchFailed, WatchError, WatchStalled
+//	watcher    InitialListFailed, WatchStartFailed, WatchFailed, WatchError, WatchStalled,
+//	           InitialEventsEndMissing
 //	reconcile  ReconcileFailed, InvalidSpec
 //
 // Classify recognises client-go's StatusError (also the ones made from watch

@@ -82,6 +82,11 @@ const (
 	// WatchStalled: a watch stream stayed silent longer than a healthy one
 	// can (bookmarks arrive about once a minute) and was restarted.
 	WatchStalled Reason = "WatchStalled"
+	// InitialEventsEndMissing: a streaming list's initial events were not
+	// followed by the bookmark that ends them (a server that ignores
+	// sendInitialEvents, kubernetes/kubernetes#140890); the informer lists
+	// with LIST instead.
+	InitialEventsEndMissing Reason = "InitialEventsEndMissing"
 )
 
 // Reconcile-layer reasons.
@@ -141,6 +146,8 @@ var policies = map[Reason]policy{
 	WatchFailed:       {layer: LayerWatcher, transient: true},
 	WatchError:        {layer: LayerWatcher, transient: true},
 	WatchStalled:      {layer: LayerWatcher, fixed: true, transient: true},
+	// The informer falls back to LIST by itself: nothing for a caller to retry.
+	InitialEventsEndMissing: {layer: LayerWatcher, fixed: true},
 
 	ReconcileFailed: {layer: LayerReconcile, transient: true},
 	InvalidSpec:     {layer: LayerReconcile, fixed: true, permanent: true},

@@ -1,0 +1,458 @@
+package leanstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/cachetune/cachetune/pkg/failure"
+)
+
+// Lists. client-go's reflector decodes a whole LIST (or collects a whole
+// streaming list) before its transform runs, and on a re-list it builds a full
+// second copy of the store next to the first. leanstore lists object by object
+// instead: each object is stripped as soon as it is decoded, a paged LIST
+// releases each page before asking for the next, and an object whose uid and
+// resourceVersion match the handed one is replaced by it at once, so a re-list
+// of an unchanged store allocates almost nothing that lives.
+
+// listRV is the resourceVersion a list asks for, given the reflector's.
+//
+// The reflector asks for "0" on its first list: any version, which the API
+// server answers from its watch cache in one response, ignoring the page size.
+// leanstore asks for "" instead, a consistent read, for two reasons: its paged
+// LIST then really pages (the decoder streams each page, so a page bounds the
+// memory a list needs), and a controller that restarts never starts from a
+// watch cache older than what it saw before the restart. The API server serves
+// consistent lists from its watch cache too (ConsistentListFromCache, on since
+// Kubernetes 1.31), after one quorum read of etcd's current revision; see
+// docs/memory.md for the measured server cost of both.
+func (lw *listWatch) listRV(reflectorRV string) string {
+	if reflectorRV == "0" {
+		return ""
+	}
+	return reflectorRV
+}
+
+// list lists every object from rv ("" for the latest), by a streaming list or a
+// paged LIST, retrying with backoff until it succeeds or ctx ends.
+func (lw *listWatch) list(ctx context.Context, rv string) (listResult, error) {
+	listFailure := Failure{Reason: failure.InitialListFailed, Relist: lw.health.synced.Load()}
+	streamFailure := listFailure
+	streamFailure.Streaming = true
+	pace := newPacer(lw.opts.heapBound)
+	for {
+		if err := lw.src.resolve(ctx); err != nil {
+			if !lw.health.failed(ctx, listFailure, err) {
+				return listResult{}, ctx.Err()
+			}
+			continue
+		}
+		if lw.useStreaming() {
+			res, err := lw.streamingList(ctx, rv, pace)
+			if err == nil {
+				pace.finish()
+				return lw.listed(res, ListPathStreaming, lw.state.streamingReason()), nil
+			}
+			if ctx.Err() != nil {
+				return listResult{}, ctx.Err()
+			}
+			switch {
+			case errors.Is(err, errAnsweredJSON):
+				lw.answeredJSON(err)
+				continue
+			case errors.Is(err, errNoInitialEventsEnd):
+				f := streamFailure
+				f.Reason = failure.InitialEventsEndMissing
+				lw.health.report(ctx, f, err, 0)
+				lw.state.refuse(lw.opts.streaming, err)
+				// fall through to a paged LIST right away
+			case refusesStreaming(err):
+				lw.state.refuse(lw.opts.streaming, err)
+				// fall through to a paged LIST right away
+			case errors.Is(err, errStalled):
+				// Nothing came, not even the end of the initial events: list with
+				// LIST this time rather than wait another idle period.
+				lw.health.report(ctx, streamFailure, err, 0)
+			case isExpired(err) && rv != "":
+				lw.health.report(ctx, streamFailure, err, 0)
+				rv = ""
+				continue
+			default:
+				if !lw.health.failed(ctx, streamFailure, err) {
+					return listResult{}, ctx.Err()
+				}
+				continue
+			}
+		}
+		res, err := lw.pagedList(ctx, rv, pace)
+		if err == nil {
+			pace.finish()
+			return lw.listed(res, ListPathPaged, lw.pagedReason()), nil
+		}
+		if ctx.Err() != nil {
+			return listResult{}, ctx.Err()
+		}
+		switch {
+		case errors.Is(err, errAnsweredJSON):
+			lw.answeredJSON(err)
+			continue
+		case isExpired(err) && rv != "":
+			lw.health.report(ctx, listFailure, err, 0)
+			rv = ""
+			continue
+		}
+		if !lw.health.failed(ctx, listFailure, err) {
+			return listResult{}, ctx.Err()
+		}
+	}
+}
+
+// listResult is a complete list, ready for the reflector.
+type listResult struct {
+	items  []kruntime.Object
+	rv     string
+	reused int
+}
+
+// listed records a successful list.
+func (lw *listWatch) listed(res listResult, path ListPath, reason string) listResult {
+	lw.health.listed(path, reason, len(res.items), res.reused)
+	lw.mu.Lock()
+	lw.lastCount = len(res.items)
+	lw.mu.Unlock()
+	return res
+}
+
+// objectList is the list handed to the reflector: its items are the objects to
+// store, by reference, so that nothing is copied on the way.
+type objectList struct {
+	metav1.TypeMeta
+	metav1.ListMeta
+	Items []kruntime.Object
+}
+
+// DeepCopyObject copies the list, not its objects: cached objects are read-only.
+func (l *objectList) DeepCopyObject() kruntime.Object {
+	c := *l
+	c.Items = append([]kruntime.Object(nil), l.Items...)
+	return &c
+}
+
+// pagedReason says why the informer listed with a paged LIST.
+func (lw *listWatch) pagedReason() string {
+	if lw.streamingWhy != "" {
+		return lw.streamingWhy
+	}
+	return lw.state.pagedReason(lw.streaming)
+}
+
+func (lw *listWatch) useStreaming() bool {
+	switch lw.streaming {
+	case StreamingOff:
+		return false
+	case StreamingAuto:
+		return !lw.state.refused()
+	}
+	return true
+}
+
+// pagedList lists page by page. Each page's objects are stripped (or replaced by
+// the unchanged handed object) and copied out of the page, so the page itself is
+// garbage before the next one arrives.
+func (lw *listWatch) pagedList(ctx context.Context, rv string, pace *pacer) (listResult, error) {
+	var res listResult
+	opts := metav1.ListOptions{Limit: lw.opts.pageSize, ResourceVersion: rv}
+	if rv != "" {
+		opts.ResourceVersionMatch = metav1.ResourceVersionMatchNotOlderThan
+	}
+	page := lw.decodedPage
+	if raw := lw.rawSource(); raw != nil {
+		page = lw.rawPage(raw, lw.newDecoder(raw))
+	}
+	for {
+		part, cont, err := page(ctx, lw.opts.listOptions(opts), pace)
+		if err != nil {
+			if opts.Continue != "" && isExpired(err) {
+				// The snapshot behind the continue token is gone: start over with
+				// a fresh consistent list.
+				return lw.pagedList(ctx, "", pace)
+			}
+			return res, err
+		}
+		if res.items == nil {
+			res.items = make([]kruntime.Object, 0, max(lw.listSizeHint(), len(part.items)))
+		}
+		res.items = append(res.items, part.items...)
+		res.reused += part.reused
+		res.rv = part.rv
+		if opts.Continue = cont; cont == "" {
+			return res, nil
+		}
+		opts.ResourceVersion, opts.ResourceVersionMatch = "", ""
+	}
+}
+
+// decodedPage lists one page with the client's own decoder.
+func (lw *listWatch) decodedPage(ctx context.Context, opts metav1.ListOptions, pace *pacer) (res listResult, cont string, err error) {
+	page, err := lw.src.list(ctx, opts)
+	if err != nil {
+		return res, "", err
+	}
+	lm, err := meta.ListAccessor(page)
+	if err != nil {
+		return res, "", fmt.Errorf("list %s: %w", lw.gr(), err)
+	}
+	err = meta.EachListItem(page, func(obj kruntime.Object) error {
+		kept, reused, err := lw.keep(obj, true)
+		if err != nil {
+			return err
+		}
+		if reused {
+			res.reused++
+		}
+		res.items = append(res.items, kept)
+		pace.tick()
+		return nil
+	})
+	res.rv = lm.GetResourceVersion()
+	return res, lm.GetContinue(), err
+}
+
+// rawPage lists pages as protobuf and decodes them with the lean decoder as
+// they arrive: a page is never held whole, decoded or encoded.
+func (lw *listWatch) rawPage(raw rawSource, d *protoDecoder) func(context.Context, metav1.ListOptions, *pacer) (listResult, string, error) {
+	return func(ctx context.Context, opts metav1.ListOptions, pace *pacer) (listResult, string, error) {
+		body, err := raw.rawList(ctx, opts)
+		if err != nil {
+			return listResult{}, "", err
+		}
+		defer body.Close()
+		return d.decodeListStream(body, lw.gr(), pace)
+	}
+}
+
+func (lw *listWatch) newDecoder(raw rawSource) *protoDecoder {
+	return &protoDecoder{newObject: raw.newObject, view: lw.view, strip: lw.strip}
+}
+
+// initialEventsEndWait bounds how long a streaming list waits for the bookmark
+// that ends its initial events, counted from the last event (or from the start,
+// when no event came). A server that serves streaming lists sends it right after
+// the last initial object; one that ignores sendInitialEvents (aggregated API
+// servers, kubernetes/kubernetes#140890) never does, and a client that waits for
+// it would never sync. The informer's idle time-out (WithWatchIdleTimeout) bounds
+// the wait too when it is shorter.
+var initialEventsEndWait = 10 * time.Second
+
+// streamingList runs a streaming list: a watch that first sends every object as
+// an ADDED event, then a bookmark marking the end of the initial events. The
+// bookmark must come within initialEventsEndWait of the last event: a stream
+// that goes quiet with objects sent, that carries a change (MODIFIED or DELETED)
+// or a plain bookmark before it, or that ends cleanly without it, comes from a
+// server that does not send it, which errNoInitialEventsEnd reports.
+func (lw *listWatch) streamingList(ctx context.Context, rv string, pace *pacer) (listResult, error) {
+	timeout := int64((5 + rand.Float64()*5) * 60) // like client-go: 5 to 10 minutes
+	send := true
+	opts := lw.opts.listOptions(metav1.ListOptions{
+		ResourceVersion:      rv,
+		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
+		SendInitialEvents:    &send,
+		AllowWatchBookmarks:  true,
+		TimeoutSeconds:       &timeout,
+	})
+	// A break while the initial events stream is this list's failure; after the
+	// initial-events-end bookmark the stream carries on as the reflector's watch
+	// (see pendingWatch), and a break is reported as a watch failure.
+	brk := &listBreak{}
+	w, d, err := lw.openWatch(ctx, opts, brk.onBroken(lw.watchStreamBroke(ctx)))
+	if err != nil {
+		return listResult{}, err
+	}
+	res := listResult{items: make([]kruntime.Object, 0, lw.listSizeHint())}
+	quiet := initialEventsEndWait
+	if idle := lw.opts.idleTimeout; idle > 0 && idle < quiet {
+		quiet = idle
+	}
+	timer := time.NewTimer(quiet)
+	defer timer.Stop()
+	events := 0
+	for {
+		select {
+		case <-ctx.Done():
+			w.Stop()
+			return res, ctx.Err()
+		case <-timer.C:
+			w.Stop()
+			if events == 0 {
+				return res, stalled(quiet)
+			}
+			return res, fmt.Errorf("%w: nothing for %s after %d objects", errNoInitialEventsEnd, quiet, len(res.items))
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				if err := brk.err(); err != nil {
+					return res, err
+				}
+				if events == 0 {
+					return res, fmt.Errorf("streaming list of %s ended before any event", lw.gr())
+				}
+				return res, fmt.Errorf("%w: the stream ended after %d objects", errNoInitialEventsEnd, len(res.items))
+			}
+			events++
+			timer.Reset(quiet)
+			switch ev.Type {
+			case watch.Added:
+				kept, reused := ev.Object, false
+				if d == nil { // objects from the lean decoder are final already
+					var err error
+					if kept, reused, err = lw.keep(ev.Object, false); err != nil {
+						w.Stop()
+						return res, err
+					}
+				}
+				res.items = append(res.items, kept)
+				if reused {
+					res.reused++
+				}
+				pace.tick()
+			case watch.Modified, watch.Deleted:
+				w.Stop()
+				return res, fmt.Errorf("%w: a %s event came after %d objects", errNoInitialEventsEnd, ev.Type, len(res.items))
+			case watch.Bookmark:
+				m, err := meta.Accessor(ev.Object)
+				if err != nil {
+					w.Stop()
+					return res, fmt.Errorf("streaming list of %s: bookmark: %w", lw.gr(), err)
+				}
+				if m.GetAnnotations()[metav1.InitialEventsAnnotationKey] != "true" {
+					// A server that serves streaming lists sends no other bookmark
+					// before the end of the initial events: this one ignored
+					// sendInitialEvents (an API server older than 1.27).
+					w.Stop()
+					return res, errStreamingIgnored
+				}
+				res.rv = m.GetResourceVersion()
+				if d != nil {
+					res.reused = d.reused
+				}
+				brk.listed()
+				lw.setPending(ctx, w, res.rv, d != nil)
+				return res, nil
+			case watch.Error:
+				w.Stop()
+				return res, apierrors.FromObject(ev.Object)
+			}
+		}
+	}
+}
+
+// keep returns the object to store for obj: the handed object when it has the
+// same uid and resourceVersion, otherwise obj stripped. copyOut makes a private
+// copy of obj first when it lives inside a list's item array, so that the array
+// can be freed.
+func (lw *listWatch) keep(obj kruntime.Object, copyOut bool) (kruntime.Object, bool, error) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, false, fmt.Errorf("%s: %T has no metadata: %w", lw.gr(), obj, err)
+	}
+	if old, ok := lw.view.get(m.GetNamespace(), m.GetName()); ok {
+		if om, err := meta.Accessor(old); err == nil && om.GetUID() == m.GetUID() && om.GetResourceVersion() == m.GetResourceVersion() {
+			return old, true, nil
+		}
+	}
+	if copyOut {
+		obj = shallowCopy(obj)
+	}
+	out, err := lw.strip.apply(obj, lw.gr())
+	if err != nil {
+		return nil, false, err
+	}
+	o, ok := out.(kruntime.Object)
+	if !ok {
+		return nil, false, fmt.Errorf("%s: transform returned %T, not a runtime.Object", lw.gr(), out)
+	}
+	return o, false, nil
+}
+
+// shallowCopy moves a list item into its own allocation. It shares every field
+// with the original, which is fine: the list is dropped right after.
+func shallowCopy(obj kruntime.Object) kruntime.Object {
+	v := reflect.ValueOf(obj)
+	if v.Kind() != reflect.Pointer {
+		return obj
+	}
+	c := reflect.New(v.Elem().Type())
+	c.Elem().Set(v.Elem())
+	return c.Interface().(kruntime.Object)
+}
+
+func isExpired(err error) bool {
+	return apierrors.IsResourceExpired(err) || apierrors.IsGone(err) ||
+		apierrors.HasStatusCause(err, metav1.CauseTypeResourceVersionTooLarge)
+}
+
+// refusesStreaming reports whether err is a server's refusal of streaming lists
+// (an API server with the WatchList feature off rejects sendInitialEvents as an
+// invalid request), as opposed to a failure of one attempt.
+func refusesStreaming(err error) bool {
+	if errors.Is(err, errStreamingIgnored) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
+		return true
+	}
+	var status apierrors.APIStatus
+	return errors.As(err, &status) && status.Status().Code == 422
+}
+
+var (
+	// errStreamingIgnored is a server answering a streaming list with a plain watch.
+	errStreamingIgnored = errors.New("the server ignored sendInitialEvents: it sent a bookmark before the end of the initial events")
+	// errNoInitialEventsEnd is a streaming list whose initial-events-end
+	// bookmark did not come.
+	errNoInitialEventsEnd = errors.New("the server sent no initial-events-end bookmark")
+	// errAnsweredJSON is a server answering JSON to a request for protobuf.
+	errAnsweredJSON = errors.New("the server answered JSON to a request for protobuf")
+)
+
+// listBreak holds what broke a streaming list's stream while its initial
+// events were still coming; after them, a break is the watch's.
+type listBreak struct {
+	mu      sync.Mutex
+	broken  error
+	done    bool
+	onWatch func(error)
+}
+
+func (b *listBreak) onBroken(onWatch func(error)) func(error) {
+	b.onWatch = onWatch
+	return func(err error) {
+		b.mu.Lock()
+		if b.done {
+			b.mu.Unlock()
+			b.onWatch(err)
+			return
+		}
+		b.broken = err
+		b.mu.Unlock()
+	}
+}
+
+func (b *listBreak) listed() {
+	b.mu.Lock()
+	b.done = true
+	b.mu.Unlock()
+}
+
+func (b *listBreak) err() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.broken
+}
