@@ -2,6 +2,7 @@ package faults
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -100,12 +101,23 @@ func (s *streamBody) Read(p []byte) (int, error) {
 			s.err = err
 			continue
 		}
+		if s.fault.kind == dropInitialEventsEnd && isBookmark(frame) {
+			continue
+		}
 		s.frames++
 		s.out = frame
 	}
 	n := copy(p, s.out)
 	s.out = s.out[n:]
 	return n, nil
+}
+
+// isBookmark reports whether a watch frame (JSON or protobuf) is a BOOKMARK
+// event. Both encodings carry the event type as plain text near the start of
+// the frame: {"type":"BOOKMARK", or field 1 of the WatchEvent message.
+func isBookmark(frame []byte) bool {
+	head := frame[:min(len(frame), 32)]
+	return bytes.Contains(head, []byte("BOOKMARK"))
 }
 
 // act applies a fault at a frame boundary.

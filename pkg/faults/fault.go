@@ -27,6 +27,9 @@ const (
 	slow
 	truncate
 	malformed
+	answerJSON
+	dropInitialEventsEnd
+	truncateAfterItems
 )
 
 // Gone answers the way an expired resourceVersion does. On a watch or a
@@ -76,6 +79,28 @@ func Truncate(afterBytes int) Fault { return Fault{kind: truncate, n: afterBytes
 // list a well-framed but undecodable frame is sent before the first event.
 func Malformed() Fault { return Fault{kind: malformed} }
 
+// TruncateAfterItems forwards a LIST and ends its response cleanly right after
+// its n-th item (at most all but one): a protobuf body is cut at a field
+// boundary inside the list, so that only a decoder that checks the lengths the
+// body declares can tell it from a shorter list; a JSON body is cut at the
+// same share of its bytes, mid-document. On a stream it acts like Truncate at
+// the body's start.
+func TruncateAfterItems(n int) Fault { return Fault{kind: truncateAfterItems, n: n} }
+
+// AnswerJSON forwards the request asking the server for JSON, whatever the
+// client asked for (each protobuf media type in its Accept header becomes
+// JSON, with the same parameters): the client
+// meets a server that cannot encode protobuf, as aggregated API servers and
+// custom resources are, or a proxy that rewrites what it is asked for.
+func AnswerJSON() Fault { return Fault{kind: answerJSON} }
+
+// DropInitialEventsEnd forwards a streaming list but drops the bookmark that
+// marks the end of its initial events (annotated k8s.io/initial-events-end),
+// and every other bookmark of that stream: the client meets a server that
+// ignores sendInitialEvents, a known problem of aggregated API servers
+// (kubernetes/kubernetes#140890). The stream otherwise carries on as a watch.
+func DropInitialEventsEnd() Fault { return Fault{kind: dropInitialEventsEnd} }
+
 // IsZero reports whether f does nothing.
 func (f Fault) IsZero() bool { return f.kind == none }
 
@@ -100,6 +125,12 @@ func (f Fault) String() string {
 		return fmt.Sprintf("Truncate(%d)", f.n)
 	case malformed:
 		return "Malformed()"
+	case answerJSON:
+		return "AnswerJSON()"
+	case truncateAfterItems:
+		return fmt.Sprintf("TruncateAfterItems(%d)", f.n)
+	case dropInitialEventsEnd:
+		return "DropInitialEventsEnd()"
 	}
 	return fmt.Sprintf("Fault(%d)", f.kind)
 }

@@ -576,3 +576,85 @@ func TestEndWatchesForcesInformerRelist(t *testing.T) {
 		t.Errorf("store holds %d objects after the re-list, want 5", n)
 	}
 }
+
+func TestAnswerJSON(t *testing.T) {
+	leakcheck.Check(t)
+	e := newEnv(t, "protobuf")
+	e.seed(t, 2)
+	e.p.AddRule(faults.Rule{Match: faults.Match{Resource: "configmaps", Namespace: e.ns}, Fault: faults.AnswerJSON()})
+	// The protobuf-only client asked for protobuf and gets JSON: its decoder
+	// refuses the body by its content type.
+	res := e.raw.Get().Namespace(e.ns).Resource("configmaps").MaxRetries(0).Do(e.ctx)
+	var ct string
+	res.ContentType(&ct)
+	if res.Error() != nil || !strings.HasPrefix(ct, "application/json") {
+		t.Fatalf("list through AnswerJSON: content type %q, error %v; want a JSON answer", ct, res.Error())
+	}
+	raw, _ := res.Raw()
+	if !strings.HasPrefix(string(raw), "{") {
+		t.Fatalf("body starts with %q, want JSON", raw[:min(len(raw), 8)])
+	}
+	// Watches are answered in JSON too.
+	body, err := e.raw.Get().Namespace(e.ns).Resource("configmaps").Param("watch", "true").
+		SetHeader("Accept", "application/vnd.kubernetes.protobuf;stream=watch").Stream(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer body.Close()
+	first := make([]byte, 1)
+	if _, err := body.Read(first); err != nil || first[0] != '{' {
+		t.Fatalf("watch through AnswerJSON starts with %q (%v), want JSON", first, err)
+	}
+}
+
+func TestDropInitialEventsEnd(t *testing.T) {
+	leakcheck.Check(t)
+	for _, enc := range encodings {
+		t.Run(enc, func(t *testing.T) {
+			e := newEnv(t, enc)
+			e.seed(t, 3)
+			e.p.AddRule(faults.Rule{Match: faults.Match{Resource: "configmaps", Namespace: e.ns, Verb: faults.WatchList}, Fault: faults.DropInitialEventsEnd()})
+			w := e.watch(t, streamingList())
+			evs, closed := events(t, w, 3*time.Second)
+			if closed {
+				t.Fatal("the stream ended; it should carry on as a watch")
+			}
+			if got := types(evs); len(got) != 3 || got[0] != watch.Added || got[2] != watch.Added {
+				t.Fatalf("events %v, want the 3 initial ADDED events and no bookmark", got)
+			}
+			// Plain watches are left alone.
+			c := e.p.Counts().ByResourceVerb["configmaps"]
+			if c[faults.WatchList] != 1 || e.p.Counts().Faulted != 1 {
+				t.Errorf("counts %v faulted %d, want one faulted streaming list", c, e.p.Counts().Faulted)
+			}
+		})
+	}
+}
+
+func TestTruncateAfterItems(t *testing.T) {
+	leakcheck.Check(t)
+	for _, enc := range encodings {
+		t.Run(enc, func(t *testing.T) {
+			e := newEnv(t, enc)
+			e.seed(t, 5)
+			e.p.AddRule(faults.Rule{Match: faults.Match{Resource: "configmaps", Namespace: e.ns, Verb: faults.List}, Fault: faults.TruncateAfterItems(2)})
+			body, err := e.raw.Get().Namespace(e.ns).Resource("configmaps").MaxRetries(0).DoRaw(e.ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if enc == "json" {
+				if !strings.HasPrefix(string(body), "{") || strings.HasSuffix(strings.TrimSpace(string(body)), "}") {
+					t.Fatalf("JSON body of %d bytes is not cut mid-document", len(body))
+				}
+				return
+			}
+			// client-go's protobuf decoder checks the envelope's declared
+			// length: the cut body is an error, never a list of 2.
+			var list corev1.ConfigMapList
+			err = e.raw.Get().Namespace(e.ns).Resource("configmaps").MaxRetries(0).Do(e.ctx).Into(&list)
+			if err == nil {
+				t.Fatalf("a body cut after 2 items decoded as %d items without an error", len(list.Items))
+			}
+		})
+	}
+}

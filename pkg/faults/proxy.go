@@ -13,6 +13,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -98,6 +99,9 @@ func Start(upstream *rest.Config) (*Proxy, error) {
 			pr.SetURL(target)
 			pr.Out.Host = target.Host
 			pr.Out.Header.Del("Accept-Encoding")
+			if c, ok := pr.In.Context().Value(callKey{}).(*call); ok && c.fault.kind == answerJSON {
+				pr.Out.Header.Set("Accept", jsonOnly(pr.Out.Header.Get("Accept")))
+			}
 		},
 		Transport:      transport,
 		FlushInterval:  -1, // stream watch events as they come, never buffer
@@ -293,6 +297,14 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		_ = body.Close()
 		body = io.NopCloser(bytes.NewReader(garbageBody(enc)))
 		lengthChanges = true
+	} else if c.fault.kind == truncateAfterItems {
+		full, err := io.ReadAll(body)
+		_ = body.Close()
+		if err != nil {
+			return err
+		}
+		body = io.NopCloser(bytes.NewReader(full[:cutAfterItems(full, enc, c.fault.n)]))
+		lengthChanges = true
 	}
 	switch c.fault.kind {
 	case stall, cut, truncate, slow:
@@ -305,6 +317,19 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	}
 	resp.Body = &countingBody{ReadCloser: body, add: p.addBytes}
 	return nil
+}
+
+// jsonOnly rewrites an Accept header so that the server answers JSON: every
+// protobuf media type becomes JSON with the same parameters (a metadata-only
+// client's ";as=PartialObjectMetadataList;g=meta.k8s.io;v=v1" is kept, as a
+// server without protobuf honours it in JSON).
+func jsonOnly(accept string) string {
+	if accept == "" {
+		return "application/json"
+	}
+	out := strings.ReplaceAll(accept, "application/vnd.kubernetes.protobuf;stream=watch", "application/json")
+	out = strings.ReplaceAll(out, "application/vnd.kubernetes.protobuf", "application/json")
+	return out
 }
 
 // unregister runs done once when the body is closed.

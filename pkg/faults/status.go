@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -164,4 +165,64 @@ func garbageBody(enc encoding) []byte {
 		return append([]byte{0x6b, 0x38, 0x73, 0x00}, bytes.Repeat([]byte{0xff}, 16)...)
 	}
 	return []byte("{\"kind\":\"Status\",\"apiVersion\":\"v1\",garbage}")
+}
+
+// cutAfterItems returns where to cut a LIST response body in enc so that n of
+// its items (at most all but one) remain: for protobuf, the end of the n-th
+// item's field inside the list message; for JSON, the same share of the body.
+func cutAfterItems(body []byte, enc encoding, n int) int {
+	if enc != encProtobuf || len(body) < 4 {
+		return len(body) / 2
+	}
+	// The envelope: magic, then runtime.Unknown's fields; field 2 is the
+	// list message, whose field 2 repeats the items.
+	msg, base := body[4:], 4
+	for len(msg) > 0 {
+		num, typ, tn := protowire.ConsumeTag(msg)
+		if tn < 0 {
+			break
+		}
+		if typ != protowire.BytesType {
+			break
+		}
+		v, vn := protowire.ConsumeBytes(msg[tn:])
+		if vn < 0 {
+			break
+		}
+		if num == 2 {
+			start := base + tn + (vn - len(v))
+			return start + itemsEnd(v, n)
+		}
+		msg, base = msg[tn+vn:], base+tn+vn
+	}
+	return len(body) / 2
+}
+
+// itemsEnd is the offset in a list message after its n-th item, at a field
+// boundary, keeping at least one item out when the list has any.
+func itemsEnd(list []byte, n int) int {
+	var starts, ends []int
+	off := 0
+	for off < len(list) {
+		num, typ, tn := protowire.ConsumeTag(list[off:])
+		if tn < 0 {
+			break
+		}
+		vn := protowire.ConsumeFieldValue(num, typ, list[off+tn:])
+		if vn < 0 {
+			break
+		}
+		if num == 2 {
+			starts, ends = append(starts, off), append(ends, off+tn+vn)
+		}
+		off += tn + vn
+	}
+	if len(ends) == 0 {
+		return len(list) / 2
+	}
+	keep := min(max(n, 0), len(ends)-1)
+	if keep == 0 {
+		return starts[0]
+	}
+	return ends[keep-1]
 }
