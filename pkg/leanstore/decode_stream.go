@@ -73,13 +73,9 @@ func (d *protoDecoder) decodeListStream(body io.Reader, gr schema.GroupResource,
 			}
 			return res, "", statusError(b)
 		case num == unknownRaw:
-			lr := &io.LimitedReader{R: r, N: int64(n)}
-			cont, err = d.listMessage(lr, &res, gr, pace)
+			cont, err = d.listMessage(&io.LimitedReader{R: r, N: int64(n)}, &res, gr, pace)
 			if err != nil {
 				return res, "", err
-			}
-			if lr.N != 0 {
-				return res, "", decodeError(gr, fmt.Errorf("list of %s: truncated: the body ended %d bytes before the end of the list message", gr, lr.N))
 			}
 			listed = true
 		default:
@@ -129,12 +125,18 @@ func unexpectedEOF(err error) error {
 
 // listMessage reads the fields of a list message (metadata, items). Its list
 // metadata must be there: the API server always writes it.
-func (d *protoDecoder) listMessage(lr io.Reader, res *listResult, gr schema.GroupResource, pace *pacer) (cont string, err error) {
+func (d *protoDecoder) listMessage(lr *io.LimitedReader, res *listResult, gr schema.GroupResource, pace *pacer) (cont string, err error) {
 	r := bufio.NewReaderSize(lr, 512)
 	sawMeta := false
+	// A repeated field merges into the one before it, as in every protobuf
+	// decoder.
+	var lm metav1.ListMeta
 	for {
 		num, typ, n, err := readTag(r)
 		if err == io.EOF {
+			if lr.N != 0 {
+				return "", decodeError(gr, fmt.Errorf("list of %s: truncated: the body ended %d bytes before the end of the list message", gr, lr.N))
+			}
 			if !sawMeta {
 				return "", decodeError(gr, fmt.Errorf("list of %s has no list metadata", gr))
 			}
@@ -152,7 +154,6 @@ func (d *protoDecoder) listMessage(lr io.Reader, res *listResult, gr schema.Grou
 		}
 		switch num {
 		case listMetaField:
-			var lm metav1.ListMeta
 			if err := lm.Unmarshal(b); err != nil {
 				return "", decodeError(gr, fmt.Errorf("decode list metadata of %s: %w", gr, err))
 			}

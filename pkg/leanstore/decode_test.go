@@ -2,6 +2,9 @@ package leanstore
 
 import (
 	"bytes"
+	"errors"
+	"io"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -13,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/cachetune/cachetune/pkg/failure"
 )
 
 var podsGR = schema.GroupResource{Resource: "pods"}
@@ -150,11 +155,20 @@ func TestDecodeListStream(t *testing.T) {
 	if res.items[0].(*corev1.Pod).ManagedFields != nil {
 		t.Fatal("item not stripped")
 	}
-	// Every truncation of the page is an error, never a silently short list:
-	// also a cut at an item boundary, or right after the envelope.
+	// Every truncation of the page is an error or, when only the envelope's
+	// trailing fields (content encoding and type, empty) are cut, the whole
+	// list: never a silently short list, also for a cut at an item boundary or
+	// right after the envelope's header.
 	for cut := 0; cut < buf.Len(); cut++ {
-		if _, _, err := d.decodeListStream(bytes.NewReader(buf.Bytes()[:cut]), podsGR, newPacer(0)); err == nil {
-			t.Fatalf("a page cut at %d of %d bytes decoded without an error", cut, buf.Len())
+		got, _, err := d.decodeListStream(bytes.NewReader(buf.Bytes()[:cut]), podsGR, newPacer(0))
+		if err == nil && (len(got.items) != 3 || got.rv != "99") {
+			t.Fatalf("a page cut at %d of %d bytes decoded as %d items at %q without an error", cut, buf.Len(), len(got.items), got.rv)
+		}
+		if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !strings.Contains(err.Error(), "truncated") && !strings.Contains(err.Error(), "ended before") {
+			t.Errorf("a page cut at %d bytes: %v, want an error that says the body is cut", cut, err)
+		}
+		if err != nil && failure.Classify(err).Reason != failure.Decode {
+			t.Errorf("a page cut at %d bytes: %v classified %v, want Decode", cut, err, failure.Classify(err))
 		}
 	}
 }

@@ -39,6 +39,7 @@ func (f *DynamicFactory) ForResource(gvr schema.GroupVersionResource) informers.
 			example:  &unstructured.Unstructured{},
 			indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
 			resync:   f.opts.resync,
+			client:   f.client,
 			wire:     string(WireJSON),
 		}, &f.opts, f.state, f.metrics)
 	})

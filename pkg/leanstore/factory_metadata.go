@@ -44,6 +44,7 @@ func (f *MetadataFactory) ForResource(gvr schema.GroupVersionResource) informers
 			example:  &metav1.PartialObjectMetadata{},
 			indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
 			resync:   f.opts.resync,
+			client:   f.client,
 			wire:     string(WireProtobuf),
 			lean:     src.rest != nil,
 		}, &f.opts, f.state, f.metrics)

@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/informers/admissionregistration"
 	"k8s.io/client-go/informers/apiserverinternal"
@@ -60,45 +62,46 @@ func NewSharedInformerFactory(client kubernetes.Interface, defaultResync time.Du
 	return &TypedFactory{core: newCore[reflect.Type](defaultResync, opts), client: client}
 }
 
-// InformerFor returns the informer for obj's type, creating it on first use. It
-// never runs newFunc's list and watch: it builds a leanstore informer with the
-// indexers that newFunc's informer declares. When the clientset has no REST client
-// (a fake clientset), it falls back to newFunc's informer with leanstore's stripping.
+// InformerFor returns the informer for obj's type, creating it on first use.
+//
+// It builds a leanstore informer that lists and watches what newFunc's
+// informer would: the same namespace, label and field selectors (read from a
+// probe of newFunc's list, answered locally, so nothing reaches the server), and
+// the indexers newFunc's informer declares. newFunc's informer itself is never
+// run, unless leanstore cannot list for it: a clientset without a REST client
+// (a fake clientset), a type outside the clientset's own API groups (a custom
+// resource's Go type), or a newFunc whose list could not be probed. Then the
+// informer is newFunc's own, stripped by leanstore, and Status says why
+// (ListPathClientGo). newFunc may be nil for built-in types.
 func (f *TypedFactory) InformerFor(obj runtime.Object, newFunc internalinterfaces.NewInformerFunc) cache.SharedIndexInformer {
 	t := reflect.TypeOf(obj)
 	return f.get(t, func() *Informer { return f.build(obj, newFunc) })
 }
 
 func (f *TypedFactory) build(obj runtime.Object, newFunc internalinterfaces.NewInformerFunc) *Informer {
-	t := reflect.TypeOf(obj)
-	resync, ok := f.opts.customResync[t]
+	resync, ok := f.opts.customResync[reflect.TypeOf(obj)]
 	if !ok {
 		resync = f.opts.resync
 	}
-	var model cache.SharedIndexInformer
-	if newFunc != nil {
-		model = newFunc(f.client, resync) // never started: only its indexers are used
+	gvk, err := kindOf(obj)
+	if err != nil {
+		return f.failing(obj, schema.GroupResource{}, resync, err)
 	}
+	guessed, _ := meta.UnsafeGuessKindToResource(gvk)
+	gr := guessed.GroupResource()
+	rc, why := f.restClient(gvk.GroupVersion())
+	if rc == nil {
+		return f.clientGoInformer(obj, gvk, gr, resync, newFunc, why)
+	}
+	req := request{namespace: f.opts.namespace, resource: guessed.Resource}
 	indexers := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
-	if model != nil {
-		indexers = model.GetIndexer().GetIndexers()
-	}
-
-	gvks, _, err := scheme.Scheme.ObjectKinds(obj)
-	var rc rest.Interface
-	if err == nil {
-		rc, err = f.restClient(gvks[0].GroupVersion())
-	}
-	if err != nil || rc == nil {
-		if model == nil {
-			panic(fmt.Sprintf("leanstore: no informer for %T: %v", obj, err))
+	if newFunc != nil {
+		probed, idx, err := probeNewFunc(newFunc, resync, gvk.GroupVersion())
+		if err != nil {
+			return wrapClientGo(newFunc(f.client, resync), obj, f.opts.name+"/"+gr.String(), gr,
+				"InformerFor: what newFunc's informer lists could not be read ("+err.Error()+"); using that informer, stripped", &f.opts, f.metrics)
 		}
-		gr := schema.GroupResource{}
-		if len(gvks) > 0 {
-			plural, _ := meta.UnsafeGuessKindToResource(gvks[0])
-			gr = plural.GroupResource()
-		}
-		return wrapClientGo(model, f.opts.name+"/"+gr.String(), gr, &f.opts, f.metrics)
+		req, indexers = probed, idx
 	}
 	var disc rest.Interface
 	if d := f.client.Discovery(); d != nil {
@@ -106,17 +109,71 @@ func (f *TypedFactory) build(obj runtime.Object, newFunc internalinterfaces.NewI
 			disc = r
 		}
 	}
-	mapping := newResourceMapping(gvks[0], disc)
+	mapping := newResourceMapping(gvk, req.resource, disc)
+	o := f.opts // a copy: newFunc's selectors apply to this informer only
+	if newFunc != nil {
+		// newFunc's informer applied its own namespace and tweak (the
+		// generated informers pass the factory's) in the probe: what they did
+		// is in the probed request.
+		o.labelSelector = joinSelector(o.labelSelector, req.labelSelector)
+		o.fieldSelector = joinSelector(o.fieldSelector, req.fieldSelector)
+		o.tweak = nil
+	}
 	return newInformer(informerConfig{
 		name:     f.opts.name + "/" + mapping.groupResource().String(),
-		src:      &restSource{client: rc, namespace: f.opts.namespace, mapping: mapping, example: obj},
+		src:      &restSource{client: rc, namespace: req.namespace, mapping: mapping, example: obj},
 		gr:       mapping.groupResource,
 		example:  obj,
 		indexers: indexers,
 		resync:   resync,
 		wire:     string(f.wire()),
 		lean:     f.wire() == WireProtobuf,
-	}, &f.opts, f.state, f.metrics)
+	}, &o, f.state, f.metrics)
+}
+
+// kindOf returns obj's kind in client-go's scheme.
+func kindOf(obj runtime.Object) (schema.GroupVersionKind, error) {
+	gvks, _, err := scheme.Scheme.ObjectKinds(obj)
+	if err != nil {
+		return schema.GroupVersionKind{}, fmt.Errorf("leanstore: %T is not a kind of client-go's scheme: %w", obj, err)
+	}
+	return gvks[0], nil
+}
+
+// clientGoInformer is the informer for a type leanstore cannot list itself:
+// newFunc's, or client-go's own factory's when newFunc is nil, stripped.
+func (f *TypedFactory) clientGoInformer(obj runtime.Object, gvk schema.GroupVersionKind, gr schema.GroupResource, resync time.Duration, newFunc internalinterfaces.NewInformerFunc, why string) *Informer {
+	var model cache.SharedIndexInformer
+	if newFunc != nil {
+		model = newFunc(f.client, resync)
+	} else {
+		gi, err := f.clientGoFactory(resync).ForResource(gr.WithVersion(gvk.Version))
+		if err != nil {
+			return f.failing(obj, gr, resync, fmt.Errorf("leanstore: no informer for %s: %s, and client-go has none either: %w", gvk, why, err))
+		}
+		model = gi.Informer()
+	}
+	return wrapClientGo(model, obj, f.opts.name+"/"+gr.String(), gr, why+"; using client-go's informer, stripped", &f.opts, f.metrics)
+}
+
+// clientGoFactory is a client-go factory with this factory's scope, for the
+// informers leanstore cannot list itself.
+func (f *TypedFactory) clientGoFactory(resync time.Duration) informers.SharedInformerFactory {
+	return informers.NewSharedInformerFactoryWithOptions(f.client, resync,
+		informers.WithNamespace(f.opts.namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { *o = f.opts.listOptions(*o) }))
+}
+
+// failing is an informer whose every list fails with err: InformerFor cannot
+// return an error, and must not panic. The error reaches Status, the logs, the
+// watch-error handlers and Check.
+func (f *TypedFactory) failing(obj runtime.Object, gr schema.GroupResource, resync time.Duration, err error) *Informer {
+	lw := &cache.ListWatch{
+		ListWithContextFunc:  func(context.Context, metav1.ListOptions) (runtime.Object, error) { return nil, err },
+		WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) { return nil, err },
+	}
+	inner := cache.NewSharedIndexInformer(lw, obj, resync, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	return wrapClientGo(inner, obj, f.opts.name+"/"+gr.String(), gr, err.Error(), &f.opts, f.metrics)
 }
 
 func (f *TypedFactory) wire() WireFormat {
@@ -128,31 +185,41 @@ func (f *TypedFactory) wire() WireFormat {
 
 // restClient returns a REST client for gv that shares the clientset's HTTP
 // client, credentials and rate limiter, asking for the factory's wire format.
-// It is nil when the clientset has no real REST client for gv.
-func (f *TypedFactory) restClient(gv schema.GroupVersion) (rest.Interface, error) {
+// It is nil, with the reason, when the clientset has no REST client of its own
+// for exactly gv: a fake clientset, or a group the clientset does not serve.
+func (f *TypedFactory) restClient(gv schema.GroupVersion) (rest.Interface, string) {
 	m := reflect.ValueOf(f.client).MethodByName(clientsetMethod(gv))
 	if !m.IsValid() {
-		return nil, fmt.Errorf("the clientset has no method %s for %s", clientsetMethod(gv), gv)
+		return nil, fmt.Sprintf("the clientset has no client for %s", gv)
 	}
 	group, ok := m.Call(nil)[0].Interface().(interface{ RESTClient() rest.Interface })
 	if !ok {
-		return nil, fmt.Errorf("%s has no REST client", gv)
+		return nil, fmt.Sprintf("the clientset's %s has no REST client", clientsetMethod(gv))
 	}
 	base, ok := group.RESTClient().(*rest.RESTClient)
 	if !ok || base == nil || base.Client == nil {
-		return nil, nil
+		return nil, "the clientset has no REST client (a fake clientset?)"
+	}
+	if got := base.APIVersion(); got != gv {
+		// clientsetMethod matches a group's first label only: a custom
+		// group such as networking.istio.io is not networking.k8s.io.
+		return nil, fmt.Sprintf("%s is not one of the clientset's API groups", gv)
 	}
 	u := base.Get().URL()
 	accept, contentType := runtime.ContentTypeProtobuf+","+runtime.ContentTypeJSON, runtime.ContentTypeProtobuf
 	if f.wire() == WireJSON {
 		accept, contentType = runtime.ContentTypeJSON, runtime.ContentTypeJSON
 	}
-	return rest.NewRESTClient(&url.URL{Scheme: u.Scheme, Host: u.Host, User: u.User}, u.Path, rest.ClientContentConfig{
+	rc, err := rest.NewRESTClient(&url.URL{Scheme: u.Scheme, Host: u.Host, User: u.User}, u.Path, rest.ClientContentConfig{
 		AcceptContentTypes: accept,
 		ContentType:        contentType,
 		GroupVersion:       gv,
 		Negotiator:         runtime.NewClientNegotiator(scheme.Codecs.WithoutConversion(), gv),
 	}, base.GetRateLimiter(), base.Client)
+	if err != nil {
+		return nil, fmt.Sprintf("REST client for %s: %v", gv, err)
+	}
+	return rc, ""
 }
 
 // clientsetMethod is the clientset accessor of a group version: "" v1 is CoreV1,
@@ -161,6 +228,9 @@ func clientsetMethod(gv schema.GroupVersion) string {
 	group := "core"
 	if gv.Group != "" {
 		group, _, _ = strings.Cut(gv.Group, ".")
+	}
+	if gv.Version == "" {
+		return ""
 	}
 	return strings.ToUpper(group[:1]) + group[1:] + strings.ToUpper(gv.Version[:1]) + gv.Version[1:]
 }

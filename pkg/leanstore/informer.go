@@ -26,7 +26,10 @@ type Informer struct {
 	name     string
 	resource schema.GroupResource
 	lw       *listWatch // nil for a client-go fallback informer
-	tracker  *tracker
+	// strip is the informer's stripping; SetTransform adds the caller's
+	// transform to it.
+	strip   *stripper
+	tracker *tracker
 
 	mu      sync.Mutex
 	started bool
@@ -45,6 +48,9 @@ type informerConfig struct {
 	wire     string
 	// lean enables the lean protobuf decoder; src must then be a rawSource.
 	lean bool
+	// client is the client src lists with, asked whether it serves streaming
+	// lists (see effectiveStreaming).
+	client any
 }
 
 func newInformer(cfg informerConfig, o *options, state *factoryState, m *metrics) *Informer {
@@ -52,42 +58,54 @@ func newInformer(cfg informerConfig, o *options, state *factoryState, m *metrics
 	tr := newTracker(cfg.name, cfg.gr().String(), cfg.wire, o.logger, m)
 	lw := &listWatch{
 		src: cfg.src, gr: cfg.gr, opts: o, strip: &strip, state: state,
-		tracker: tr, backoff: newBackoffState(o.backoff), expiry: newBackoffState(o.backoff), example: cfg.example,
+		health: newHealth(tr, o.backoff), view: newView(), example: cfg.example,
+	}
+	lw.streaming, lw.streamingWhy = effectiveStreaming(o.streaming, cfg.client)
+	if cfg.lean {
+		lw.raw = cfg.src.(rawSource)
 	}
 	inner := cache.NewSharedIndexInformerWithOptions(lw, cfg.example, cache.SharedIndexInformerOptions{
 		ResyncPeriod:      cfg.resync,
 		Indexers:          cfg.indexers,
 		ObjectDescription: cfg.name,
 	})
-	lw.store = inner.GetIndexer()
-	if cfg.lean {
-		lw.raw = cfg.src.(rawSource)
-	}
-	inf := &Informer{SharedIndexInformer: inner, name: cfg.name, resource: cfg.gr(), lw: lw, tracker: tr}
+	tr.reflector = standInReflector(lw, cfg.example, cfg.name)
+	inf := &Informer{SharedIndexInformer: inner, name: cfg.name, resource: cfg.gr(), lw: lw, strip: lw.strip, tracker: tr}
 	_ = inner.SetWatchErrorHandlerWithContext(inf.reflectorError)
 	return inf
+}
+
+// standInReflector is the *cache.Reflector that leanstore gives the informer's
+// watch-error handlers with the failures it reports itself. client-go's
+// informer does not expose its own reflector, and handlers written for
+// client-go pass it on (to cache.DefaultWatchErrorHandler, which logs its name
+// and type): the stand-in has the informer's name and type, and is never run.
+func standInReflector(lw cache.ListerWatcher, example runtime.Object, name string) *cache.Reflector {
+	return cache.NewReflectorWithOptions(lw, example, cache.NewStore(cache.MetaNamespaceKeyFunc), cache.ReflectorOptions{Name: name})
 }
 
 // wrapClientGo wraps an informer built by client-go (used when the client offers
 // no REST client to list with, e.g. a fake clientset): leanstore strips objects
 // through client-go's transform, and nothing else changes.
-func wrapClientGo(inner cache.SharedIndexInformer, name string, gr schema.GroupResource, o *options, m *metrics) *Informer {
-	strip := o.strip
+func wrapClientGo(inner cache.SharedIndexInformer, example runtime.Object, name string, gr schema.GroupResource, why string, o *options, m *metrics) *Informer {
+	strip := o.strip // a copy: SetTransform changes only this informer
 	_ = inner.SetTransform(func(obj interface{}) (interface{}, error) { return strip.apply(obj, gr) })
 	tr := newTracker(name, gr.String(), "client-go", o.logger, m)
 	tr.st.ListPath = ListPathClientGo
-	inf := &Informer{SharedIndexInformer: inner, name: name, resource: gr, tracker: tr}
+	tr.st.ListPathReason = why
+	tr.reflector = standInReflector(&cache.ListWatch{}, example, name)
+	inf := &Informer{SharedIndexInformer: inner, name: name, resource: gr, strip: &strip, tracker: tr}
 	_ = inner.SetWatchErrorHandlerWithContext(inf.reflectorError)
 	return inf
 }
 
 // reflectorError receives the errors client-go's reflector reports itself: those
 // leanstore has not reported already.
-func (i *Informer) reflectorError(ctx context.Context, _ *cache.Reflector, err error) {
+func (i *Informer) reflectorError(ctx context.Context, r *cache.Reflector, err error) {
 	if err == nil || isReported(err) || errors.Is(err, context.Canceled) {
 		return
 	}
-	i.tracker.fail(ctx, Failure{Reason: failure.WatchFailed, Err: err})
+	i.tracker.failFrom(ctx, Failure{Reason: failure.WatchFailed, Err: err}, r)
 }
 
 // Name is the informer's name in logs, metrics and profiles: factory/resource.
@@ -119,20 +137,16 @@ func (i *Informer) RunWithContext(ctx context.Context) {
 	})
 }
 
-// SetTransform adds the caller's transform after leanstore's stripping. As in
-// client-go, it fails once the informer has started.
+// SetTransform adds the caller's transform after leanstore's stripping, on
+// every path (also when the informer is client-go's own, see ListPathClientGo).
+// As in client-go, it fails once the informer has started.
 func (i *Informer) SetTransform(handler cache.TransformFunc) error {
-	if i.lw == nil {
-		return i.SharedIndexInformer.SetTransform(func(obj interface{}) (interface{}, error) {
-			return handler(obj)
-		})
-	}
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if i.started {
 		return errors.New("leanstore: informer has already started")
 	}
-	i.lw.strip.user = handler
+	i.strip.user = handler
 	return nil
 }
 

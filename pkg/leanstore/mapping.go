@@ -14,10 +14,13 @@ import (
 
 // resourceMapping maps a built-in kind to its resource name and scope. It asks the
 // server's discovery document once, on the first list, so that informers never rely
-// on guessing plurals; until then it uses the usual guess.
+// on guessing plurals; until then it uses the resource it was given.
 type resourceMapping struct {
 	gvk  schema.GroupVersionKind
 	disc rest.Interface // discovery REST client; nil when unavailable
+	// known is true when res is the resource's real name (read from the
+	// request of a caller's informer), not a guess from the kind.
+	known bool
 
 	mu       sync.Mutex
 	res      string
@@ -25,9 +28,15 @@ type resourceMapping struct {
 	resolved bool
 }
 
-func newResourceMapping(gvk schema.GroupVersionKind, disc rest.Interface) *resourceMapping {
-	plural, _ := meta.UnsafeGuessKindToResource(gvk)
-	return &resourceMapping{gvk: gvk, disc: disc, res: plural.Resource, scoped: true}
+// newResourceMapping maps gvk; resource is its resource's name when the caller
+// knows it, or "" to guess it from the kind until discovery says.
+func newResourceMapping(gvk schema.GroupVersionKind, resource string, disc rest.Interface) *resourceMapping {
+	m := &resourceMapping{gvk: gvk, disc: disc, res: resource, known: resource != "", scoped: true}
+	if !m.known {
+		plural, _ := meta.UnsafeGuessKindToResource(gvk)
+		m.res = plural.Resource
+	}
+	return m
 }
 
 func (m *resourceMapping) resource() string {
@@ -58,19 +67,25 @@ func (m *resourceMapping) resolve(ctx context.Context) error {
 	}
 	raw, err := m.disc.Get().AbsPath(path).Do(ctx).Raw()
 	if err != nil {
-		return fmt.Errorf("discover resources of %s: %w", m.gvk.GroupVersion(), err)
+		return fmt.Errorf("discover the resources of %s at %s: %w", m.gvk.GroupVersion(), path, err)
 	}
 	var list metav1.APIResourceList
 	if err := json.Unmarshal(raw, &list); err != nil {
-		return fmt.Errorf("decode discovery of %s: %w", m.gvk.GroupVersion(), err)
+		return fmt.Errorf("decode the discovery of %s at %s: %w", m.gvk.GroupVersion(), path, err)
 	}
 	for _, r := range list.APIResources {
-		if r.Kind == m.gvk.Kind && !isSubresource(r.Name) {
+		if isSubresource(r.Name) {
+			continue
+		}
+		if (m.known && r.Name == m.res) || (!m.known && r.Kind == m.gvk.Kind) {
 			m.res, m.scoped, m.resolved = r.Name, r.Namespaced, true
 			return nil
 		}
 	}
-	return fmt.Errorf("the server does not serve kind %s in %s", m.gvk.Kind, m.gvk.GroupVersion())
+	if m.known {
+		return fmt.Errorf("the server does not serve resource %s in %s (discovery at %s)", m.res, m.gvk.GroupVersion(), path)
+	}
+	return fmt.Errorf("the server does not serve kind %s in %s (discovery at %s)", m.gvk.Kind, m.gvk.GroupVersion(), path)
 }
 
 func isSubresource(name string) bool {

@@ -92,6 +92,10 @@ type tracker struct {
 	mu       sync.Mutex
 	st       Status
 	handlers []cache.WatchErrorHandlerWithContext
+	// reflector is what handlers get with each failure: the informer's own
+	// reflector once it has reported an error itself, until then a stand-in
+	// with its name and type (see standInReflector).
+	reflector *cache.Reflector
 }
 
 func newTracker(informer, resource, wire string, logger logr.Logger, m *metrics) *tracker {
@@ -121,7 +125,11 @@ func (t *tracker) addHandler(h cache.WatchErrorHandlerWithContext) {
 }
 
 // fail records and reports a failure of stage reason.
-func (t *tracker) fail(ctx context.Context, f Failure) {
+func (t *tracker) fail(ctx context.Context, f Failure) { t.failFrom(ctx, f, nil) }
+
+// failFrom is fail for a failure the reflector r reported itself; nil means
+// leanstore found it.
+func (t *tracker) failFrom(ctx context.Context, f Failure, r *cache.Reflector) {
 	now := time.Now()
 	var fe *failure.Error
 	if !errors.As(f.Err, &fe) || fe.Reason != f.Reason {
@@ -147,6 +155,10 @@ func (t *tracker) fail(ctx context.Context, f Failure) {
 		t.st.StalledWatches++
 	}
 	handlers := append([]cache.WatchErrorHandlerWithContext(nil), t.handlers...)
+	if r != nil {
+		t.reflector = r
+	}
+	r = t.reflector
 	t.mu.Unlock()
 
 	t.logger.Error(fe, "list/watch failed", "reason", f.Reason, "cause", f.Class.Cause, "code", f.Class.Code,
@@ -154,7 +166,7 @@ func (t *tracker) fail(ctx context.Context, f Failure) {
 		"attempt", f.Attempt, "nextDelay", f.NextDelay.Round(time.Millisecond).String())
 	t.metrics.failure(f)
 	for _, h := range handlers {
-		h(ctx, nil, fe)
+		h(ctx, r, fe)
 	}
 }
 
@@ -179,6 +191,13 @@ func (t *tracker) listed(path ListPath, reason string, count, reused int) {
 	t.st.ReusedObjects = reused
 	t.mu.Unlock()
 	t.metrics.listed(t.informer, t.resource, path)
+}
+
+// setWire records the encoding the informer now reads.
+func (t *tracker) setWire(wire string) {
+	t.mu.Lock()
+	t.st.Wire = wire
+	t.mu.Unlock()
 }
 
 func (t *tracker) watchStarted() {

@@ -2,31 +2,100 @@ package leanstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	"reflect"
 
 	"github.com/cachetune/cachetune/pkg/failure"
 )
 
+// maxStalls is how many watches in a row may stall before the informer lists again.
+const maxStalls = 2
+
+// errStalled is the error of a watch silent for longer than the idle timeout.
+var errStalled = errors.New("watch stalled")
+
+func stalled(idle time.Duration) error {
+	return fmt.Errorf("%w: no event or bookmark for %s", errStalled, idle)
+}
+
+// startWatch opens a watch from opts.ResourceVersion, retrying failed starts
+// with backoff until one succeeds, ctx ends, or the server says the
+// resourceVersion is gone.
+func (lw *listWatch) startWatch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	for {
+		w, d, err := lw.openWatch(ctx, lw.opts.listOptions(opts), lw.watchStreamBroke(ctx))
+		if err == nil {
+			lw.health.tracker.watchStarted()
+			return newLeanWatch(ctx, lw, w, d != nil, opts), nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		start := Failure{Reason: failure.WatchStartFailed}
+		if isExpired(err) {
+			lw.health.report(ctx, start, err, 0)
+			return nil, reportedError{err}
+		}
+		if !lw.health.failed(ctx, start, err) {
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// openWatch starts a watch: a lean protobuf stream when the source allows it.
+// The result's objects are final (stripped, or the handed ones) when d is not nil.
+func (lw *listWatch) openWatch(ctx context.Context, opts metav1.ListOptions, onBroken func(error)) (w watch.Interface, d *protoDecoder, err error) {
+	raw := lw.rawSource()
+	if raw == nil {
+		w, err = lw.src.watch(ctx, opts)
+		return w, nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	body, err := raw.rawWatch(ctx, opts)
+	if err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	d = lw.newDecoder(raw)
+	return newProtoWatch(body, cancel, d, lw.gr(), onBroken), d, nil
+}
+
+// watchStreamBroke reports a watch stream that broke and makes the next watch
+// wait out the backoff; a stream that turned out to be JSON switches the
+// informer to JSON instead, and the next watch starts at once.
+func (lw *listWatch) watchStreamBroke(ctx context.Context) func(error) {
+	return func(err error) {
+		if errors.Is(err, errAnsweredJSON) {
+			lw.answeredJSON(err)
+			return
+		}
+		lw.health.watchBroken.Store(true)
+		lw.health.report(ctx, Failure{Reason: failure.WatchFailed}, err, 0)
+	}
+}
+
 // leanWatch wraps a watch: it strips each object before the reflector sees it,
-// reports ERROR events (which client-go's reflector only logs at high verbosity),
-// and ends the watch when it has been silent for longer than the idle timeout.
-// client-go sets a watch time-out only on the server side, so a connection that
-// stalls without closing would otherwise leave the cache stale indefinitely.
+// records what the reflector was handed (the view), reports ERROR events (which
+// client-go's reflector only logs at high verbosity), and ends the watch when it
+// has been silent for longer than the idle timeout. client-go sets a watch
+// time-out only on the server side, so a connection that stalls without closing
+// would otherwise leave the cache stale indefinitely.
 //
 // When the server ends the watch because its resourceVersion is gone (410), the
 // watch lists again itself, from inside the watch, and hands the reflector only
-// what changed: ADDED and MODIFIED events for objects that differ from the store,
-// DELETED for stored objects the list no longer has, then a bookmark at the
-// list's resourceVersion; then it watches on from there. client-go's own re-list
-// replaces the whole store instead, building a second items map, index and key
-// set next to the first (about 0.6 KB per object, see docs/memory.md), and sends every handler an
+// what changed (see relist), then watches on from the list's resourceVersion.
+// client-go's own re-list replaces the whole store instead, building a second
+// items map, index and key set next to the first, and sends every handler an
 // update per object.
 type leanWatch struct {
 	lw    *listWatch
@@ -67,6 +136,7 @@ func (w *leanWatch) run(ctx context.Context) {
 	defer func() { w.inner.Stop() }() // inner changes after a re-list
 	defer w.cancel()
 
+	h := w.lw.health
 	idleTimeout := w.lw.opts.idleTimeout
 	var idle <-chan time.Time
 	var timer *time.Timer
@@ -83,11 +153,7 @@ func (w *leanWatch) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-idle:
-			w.lw.watchBroken.Store(true)
-			if events == 0 {
-				w.lw.stalls.Add(1)
-			}
-			w.lw.report(ctx, Failure{Reason: failure.WatchStalled}, stalled(idleTimeout), 0)
+			h.watchStalled(ctx, idleTimeout, events)
 			return // the reflector sees the channel close and watches again from its last resourceVersion
 		case ev, ok := <-w.inner.ResultChan():
 			if !ok {
@@ -103,29 +169,29 @@ func (w *leanWatch) run(ctx context.Context) {
 				}
 				obj, err := w.lw.strip.apply(ev.Object, w.lw.gr())
 				if err != nil {
-					w.lw.report(ctx, Failure{Reason: failure.WatchFailed}, err, 0)
+					h.report(ctx, Failure{Reason: failure.WatchFailed}, err, 0)
 					return
 				}
 				o, ok := obj.(runtime.Object)
 				if !ok {
-					w.lw.report(ctx, Failure{Reason: failure.WatchFailed}, fmt.Errorf("%s: transform returned %T, not a runtime.Object", w.lw.gr(), obj), 0)
+					h.report(ctx, Failure{Reason: failure.WatchFailed}, fmt.Errorf("%s: transform returned %T, not a runtime.Object", w.lw.gr(), obj), 0)
 					return
 				}
 				ev.Object = o
 			case watch.Error:
 				err := apierrors.FromObject(ev.Object)
-				if isExpired(err) && w.lw.store != nil {
+				if isExpired(err) {
 					// An expiry on a watch that lived lists at once; one that ends
 					// a watch at its start, before any event, waits out a growing
 					// backoff, so that a server (or proxy) that answers every
 					// watch with 410 costs a bounded number of lists.
 					var d time.Duration
 					if events == 0 && time.Since(started) < time.Second {
-						d = w.lw.expiry.delay()
+						d = h.expiry.delay()
 					} else {
-						w.lw.expiry.reset()
+						h.expiry.reset()
 					}
-					w.lw.report(ctx, Failure{Reason: failure.WatchError}, err, d)
+					h.report(ctx, Failure{Reason: failure.WatchError}, err, d)
 					if !sleep(ctx, d) || !w.relist(ctx) {
 						return
 					}
@@ -135,14 +201,11 @@ func (w *leanWatch) run(ctx context.Context) {
 					}
 					continue
 				}
-				w.lw.report(ctx, Failure{Reason: failure.WatchError}, err, 0)
+				h.report(ctx, Failure{Reason: failure.WatchError}, err, 0)
 			}
 			if ev.Type != watch.Error {
 				if events++; events == 1 {
-					w.lw.tracker.ok()
-					w.lw.backoff.reset()
-					w.lw.expiry.reset()
-					w.lw.stalls.Store(0)
+					h.delivered()
 				}
 			}
 			if !w.send(ctx, ev) {
@@ -152,10 +215,12 @@ func (w *leanWatch) run(ctx context.Context) {
 	}
 }
 
-// send hands ev to the reflector; false means the watch was stopped.
+// send hands ev to the reflector and records it in the view; false means the
+// watch was stopped.
 func (w *leanWatch) send(ctx context.Context, ev watch.Event) bool {
 	select {
 	case w.out <- ev:
+		w.lw.view.handed(ev)
 		return true
 	case <-w.stop:
 		return false
@@ -165,20 +230,36 @@ func (w *leanWatch) send(ctx context.Context, ev watch.Event) bool {
 }
 
 // relist lists again after the server said the watch's resourceVersion is gone,
-// sends the reflector the differences from its store and a bookmark at the new
-// resourceVersion, and goes on watching from there. False means the watch ends:
-// it was stopped, or the new watch could not be opened (the reflector then
-// watches again from the bookmark, through WatchWithContext's retries).
+// hands the reflector the differences from what it has been handed (see
+// view.diff) and a bookmark at the list's resourceVersion, and goes on watching
+// from there. False means the watch ends: it was stopped, or the new watch
+// could not be opened (the reflector then watches again from the bookmark,
+// through WatchWithContext's retries).
+//
+// A stopped relist leaves nothing half-done behind: when the watch stops before
+// every difference was handed, the next WatchWithContext makes the reflector
+// list again instead of resuming from a resourceVersion that may be past a
+// deletion it was never told about.
 func (w *leanWatch) relist(ctx context.Context) bool {
 	w.inner.Stop()
 	res, err := w.lw.list(ctx, "")
 	if err != nil {
 		return false // ctx ended: list retries every other failure
 	}
-	if !w.lw.diff(res.items, func(ev watch.Event) bool { return w.send(ctx, ev) }) {
-		return false
+	diff := w.lw.view.diff(res.items, res.rv)
+	for _, evs := range [][]watch.Event{diff.changed, diff.deleted} {
+		for _, ev := range evs {
+			if !w.send(ctx, ev) {
+				w.lw.mu.Lock()
+				w.lw.diffCut = true
+				w.lw.mu.Unlock()
+				w.lw.dropPending()
+				return false
+			}
+		}
 	}
 	if bm, ok := w.lw.bookmark(res.rv, res.items); ok && !w.send(ctx, watch.Event{Type: watch.Bookmark, Object: bm}) {
+		w.lw.dropPending()
 		return false
 	}
 	if p := w.lw.takePending(res.rv); p != nil {
@@ -189,13 +270,38 @@ func (w *leanWatch) relist(ctx context.Context) bool {
 		inner, d, err := w.lw.openWatch(ctx, w.lw.opts.listOptions(opts), w.lw.watchStreamBroke(ctx))
 		if err != nil {
 			if ctx.Err() == nil {
-				w.lw.watchBroken.Store(true)
-				w.lw.report(ctx, Failure{Reason: failure.WatchStartFailed}, err, 0)
+				w.lw.health.watchBroken.Store(true)
+				w.lw.health.report(ctx, Failure{Reason: failure.WatchStartFailed}, err, 0)
 			}
 			return false
 		}
 		w.inner, w.final = inner, d != nil
 	}
-	w.lw.tracker.watchStarted()
+	w.lw.health.tracker.watchStarted()
 	return true
+}
+
+// bookmark returns a bookmark object at rv, of the type of the listed objects (or
+// the informer's example), which the reflector accepts in a watch.
+func (lw *listWatch) bookmark(rv string, items []runtime.Object) (runtime.Object, bool) {
+	like := lw.example
+	if len(items) > 0 {
+		like = items[0]
+	}
+	if like == nil || reflect.TypeOf(like).Kind() != reflect.Pointer {
+		return nil, false
+	}
+	obj, ok := reflect.New(reflect.TypeOf(like).Elem()).Interface().(runtime.Object)
+	if !ok {
+		return nil, false
+	}
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		u.SetGroupVersionKind(like.GetObjectKind().GroupVersionKind())
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, false
+	}
+	m.SetResourceVersion(rv)
+	return obj, true
 }

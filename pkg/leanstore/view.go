@@ -1,0 +1,277 @@
+package leanstore
+
+import (
+	"hash/maphash"
+	"slices"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// view is what the reflector has been handed: the objects of the last list
+// returned to it, changed by every watch event sent to it since. A re-list
+// inside the watch diffs against the view, and unchanged objects are found in
+// it, rather than in the informer's indexer, because the indexer lags behind
+// the reflector by whatever still waits in the informer's queue: a slow index
+// function or a burst of events keeps events queued, and a diff against the
+// indexer would miss an object that was added and then deleted while its ADDED
+// event was still queued (the object would stay in the cache as a ghost).
+//
+// The view keys objects by a 64-bit hash of namespace and name, and keeps
+// colliding keys (vanishingly rare) in a second map keyed by the key itself, so
+// that it costs one map slot per object and no key string.
+type view struct {
+	mu     sync.Mutex
+	byHash map[uint64]kruntime.Object
+	spill  map[string]kruntime.Object // keys whose hash another key already holds
+}
+
+var viewSeed = maphash.MakeSeed()
+
+func newView() *view {
+	return &view{byHash: map[uint64]kruntime.Object{}}
+}
+
+// keyHash hashes an object key given as namespace and name.
+func keyHash(ns, name string) uint64 {
+	var h maphash.Hash
+	h.SetSeed(viewSeed)
+	if ns != "" {
+		h.WriteString(ns)
+		h.WriteByte('/')
+	}
+	h.WriteString(name)
+	return h.Sum64()
+}
+
+// keyHashBytes is keyHash of a namespace and name read from encoded bytes.
+func keyHashBytes(ns, name []byte) uint64 {
+	var h maphash.Hash
+	h.SetSeed(viewSeed)
+	if len(ns) > 0 {
+		h.Write(ns)
+		h.WriteByte('/')
+	}
+	h.Write(name)
+	return h.Sum64()
+}
+
+// identify returns an object's namespace and name.
+func identify(obj kruntime.Object) (ns, name string, ok bool) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return "", "", false
+	}
+	return m.GetNamespace(), m.GetName(), true
+}
+
+func spillKey(ns, name string) string {
+	if ns == "" {
+		return name
+	}
+	return ns + "/" + name
+}
+
+// getLocked returns the handed object with namespace ns and name name.
+func (v *view) getLocked(h uint64, ns, name string) (kruntime.Object, bool) {
+	obj, ok := v.byHash[h]
+	if !ok {
+		return nil, false
+	}
+	if ons, oname, _ := identify(obj); ons == ns && oname == name {
+		return obj, true
+	}
+	obj, ok = v.spill[spillKey(ns, name)]
+	return obj, ok
+}
+
+// get returns the handed object with this namespace and name.
+func (v *view) get(ns, name string) (kruntime.Object, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.getLocked(keyHash(ns, name), ns, name)
+}
+
+// getBytes is get for a namespace and name read from encoded bytes; it does
+// not allocate unless the key's hash collides with another key's.
+func (v *view) getBytes(ns, name []byte) (kruntime.Object, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	obj, ok := v.byHash[keyHashBytes(ns, name)]
+	if !ok {
+		return nil, false
+	}
+	if ons, oname, _ := identify(obj); ons == string(ns) && oname == string(name) {
+		return obj, true
+	}
+	obj, ok = v.spill[spillKey(string(ns), string(name))]
+	return obj, ok
+}
+
+func (v *view) putLocked(obj kruntime.Object) {
+	ns, name, ok := identify(obj)
+	if !ok {
+		return
+	}
+	h := keyHash(ns, name)
+	old, taken := v.byHash[h]
+	if !taken {
+		v.byHash[h] = obj
+		return
+	}
+	if ons, oname, _ := identify(old); ons == ns && oname == name {
+		v.byHash[h] = obj
+		return
+	}
+	if v.spill == nil {
+		v.spill = map[string]kruntime.Object{}
+	}
+	v.spill[spillKey(ns, name)] = obj
+}
+
+func (v *view) removeLocked(ns, name string) {
+	h := keyHash(ns, name)
+	if old, ok := v.byHash[h]; ok {
+		if ons, oname, _ := identify(old); ons == ns && oname == name {
+			delete(v.byHash, h)
+			return
+		}
+	}
+	delete(v.spill, spillKey(ns, name))
+}
+
+// handed records an event the reflector has received.
+func (v *view) handed(ev watch.Event) {
+	switch ev.Type {
+	case watch.Added, watch.Modified:
+		v.mu.Lock()
+		v.putLocked(ev.Object)
+		v.mu.Unlock()
+	case watch.Deleted:
+		if ns, name, ok := identify(ev.Object); ok {
+			v.mu.Lock()
+			v.removeLocked(ns, name)
+			v.mu.Unlock()
+		}
+	}
+}
+
+// replace records a list handed to the reflector, which replaces its store
+// with it. The maps keep their capacity: a re-list of a store of the same size
+// allocates nothing here.
+func (v *view) replace(items []kruntime.Object) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	clear(v.byHash)
+	v.spill = nil
+	for _, obj := range items {
+		v.putLocked(obj)
+	}
+}
+
+func (v *view) len() int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return len(v.byHash) + len(v.spill)
+}
+
+// changes are the watch events that turn the view into a new list.
+type changes struct {
+	// changed are ADDED and MODIFIED events, in resourceVersion order.
+	changed []watch.Event
+	// deleted are DELETED events for objects the list no longer has, each a
+	// copy of the last handed object at the list's resourceVersion.
+	deleted []watch.Event
+}
+
+// diff compares the view with items, a complete list at resourceVersion rv.
+// An unchanged object is the handed object itself (the decoders reuse it), so
+// any other object for a handed key is a change.
+//
+// The events are ordered so that the resourceVersion the reflector records
+// from each event never goes backwards: changes in resourceVersion order (all
+// are newer than anything the reflector has seen, since the server delivered
+// every older version before the watch expired), then deletions, which carry
+// the list's resourceVersion, as a DELETED event from the server carries the
+// revision of the deletion rather than the object's last one.
+func (v *view) diff(items []kruntime.Object, rv string) changes {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	var out changes
+	// matched are the hashes (and spilled keys) of handed objects the list
+	// has; every other handed object was deleted.
+	matched := make([]uint64, 0, len(items))
+	var matchedSpill map[string]bool
+	for _, obj := range items {
+		ns, name, ok := identify(obj)
+		if !ok {
+			continue
+		}
+		h := keyHash(ns, name)
+		old, found := v.byHash[h]
+		if found {
+			if ons, oname, _ := identify(old); ons != ns || oname != name {
+				old, found = v.spill[spillKey(ns, name)]
+				if found {
+					if matchedSpill == nil {
+						matchedSpill = map[string]bool{}
+					}
+					matchedSpill[spillKey(ns, name)] = true
+				}
+			} else {
+				matched = append(matched, h)
+			}
+		}
+		switch {
+		case !found:
+			out.changed = append(out.changed, watch.Event{Type: watch.Added, Object: obj})
+		case old != obj:
+			out.changed = append(out.changed, watch.Event{Type: watch.Modified, Object: obj})
+		}
+	}
+	slices.SortStableFunc(out.changed, func(a, b watch.Event) int { return compareRV(a.Object, b.Object) })
+	if len(matched)+len(matchedSpill) == len(v.byHash)+len(v.spill) {
+		return out
+	}
+	slices.Sort(matched)
+	for h, obj := range v.byHash {
+		if _, ok := slices.BinarySearch(matched, h); !ok {
+			out.deleted = append(out.deleted, watch.Event{Type: watch.Deleted, Object: deletedAt(obj, rv)})
+		}
+	}
+	for k, obj := range v.spill {
+		if !matchedSpill[k] {
+			out.deleted = append(out.deleted, watch.Event{Type: watch.Deleted, Object: deletedAt(obj, rv)})
+		}
+	}
+	return out
+}
+
+// compareRV orders objects by resourceVersion; versions that are not integers
+// (the API treats them as opaque strings) compare equal, keeping list order.
+func compareRV(a, b kruntime.Object) int {
+	am, err1 := meta.Accessor(a)
+	bm, err2 := meta.Accessor(b)
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	c, err := resourceversion.CompareResourceVersion(am.GetResourceVersion(), bm.GetResourceVersion())
+	if err != nil {
+		return 0
+	}
+	return c
+}
+
+// deletedAt returns a copy of a deleted object whose resourceVersion is rv, the
+// list's: the reflector records the resourceVersion of every event it gets.
+// Handed objects are shared with the cache and never changed in place.
+func deletedAt(obj kruntime.Object, rv string) kruntime.Object {
+	c := obj.DeepCopyObject()
+	if m, err := meta.Accessor(c); err == nil {
+		m.SetResourceVersion(rv)
+	}
+	return c
+}
