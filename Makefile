@@ -11,6 +11,7 @@ help: ## list the targets
 
 test: apiserver ## unit and integration tests on a real kube-apiserver, with -race
 	$(GO) test $(TESTFLAGS) ./...
+	cd internal/upstream/samplecontroller && $(GO) test $(TESTFLAGS) ./...
 
 test-short: ## unit tests only: nothing that needs the API server
 	$(GO) test -short -race -count=1 ./...
@@ -43,7 +44,7 @@ golangci: ## golangci-lint v2 from the module proxy
 	$(GO) run $(GOLANGCI) run ./...
 
 tidy-check: ## fail when go mod tidy would change go.mod or go.sum
-	@for d in . tools/kubeapiserver; do \
+	@for d in . tools/kubeapiserver internal/upstream/samplecontroller; do \
 		(cd $$d && bak=$$(mktemp -d) && cp go.mod go.sum $$bak/ && \
 		 $(GO) mod tidy && \
 		 if ! cmp -s go.mod $$bak/go.mod || ! cmp -s go.sum $$bak/go.sum; then \
