@@ -2,14 +2,12 @@ package leancache
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"reflect"
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -21,7 +19,6 @@ import (
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/cachetune/cachetune/pkg/leanstore"
 )
@@ -218,16 +215,12 @@ func (i *informer) Run(stopCh <-chan struct{}) {
 	i.RunWithContext(wait.ContextForChannel(stopCh))
 }
 
-// RunWithContext runs the informer until ctx ends, with its metrics registered
-// meanwhile.
+// RunWithContext runs the informer until ctx ends. Status, Census and the
+// metrics cover it from its creation until it stops.
 func (i *informer) RunWithContext(ctx context.Context) {
 	i.mu.Lock()
 	i.started = true
 	i.mu.Unlock()
-	if err := i.metrics.registerWith(i.owner.opts.Registerer); err != nil {
-		logf.FromContext(ctx).WithName("leancache").Error(err, "metrics not registered", "informer", i.Name())
-	}
-	defer i.metrics.unregisterFrom(i.owner.opts.Registerer)
 	defer i.owner.remove(i)
 	i.Informer.RunWithContext(ctx)
 }
@@ -256,63 +249,3 @@ func (f *failedInformer) SetWatchErrorHandlerWithContext(toolscache.WatchErrorHa
 func (f *failedInformer) Run(stopCh <-chan struct{}) { <-stopCh }
 
 func (f *failedInformer) RunWithContext(ctx context.Context) { <-ctx.Done() }
-
-// recorder is the prometheus.Registerer leanstore registers an informer's
-// collectors with: it keeps them, so that they are registered with the real
-// registry only while the informer runs, and unregistered when it stops (an
-// informer removed with RemoveInformer and created again then reports afresh).
-type recorder struct {
-	mu         sync.Mutex
-	collectors []prometheus.Collector
-	registered []prometheus.Collector
-}
-
-var _ prometheus.Registerer = (*recorder)(nil)
-
-func (r *recorder) Register(c prometheus.Collector) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.collectors = append(r.collectors, c)
-	return nil
-}
-
-func (r *recorder) MustRegister(cs ...prometheus.Collector) {
-	for _, c := range cs {
-		_ = r.Register(c)
-	}
-}
-
-func (r *recorder) Unregister(c prometheus.Collector) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for i, x := range r.collectors {
-		if x == c {
-			r.collectors = append(r.collectors[:i], r.collectors[i+1:]...)
-			return true
-		}
-	}
-	return false
-}
-
-func (r *recorder) registerWith(to prometheus.Registerer) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var errs []error
-	for _, c := range r.collectors {
-		if err := to.Register(c); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		r.registered = append(r.registered, c)
-	}
-	return errors.Join(errs...)
-}
-
-func (r *recorder) unregisterFrom(to prometheus.Registerer) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, c := range r.registered {
-		to.Unregister(c)
-	}
-	r.registered = nil
-}

@@ -1,6 +1,7 @@
 package leancache
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -31,12 +32,13 @@ type Options struct {
 
 	// Name prefixes every informer's name in logs, metrics and Status (default
 	// "controller-runtime"). Two caches that report to one registry at the same
-	// time need different names.
+	// time need different names, or their series collide.
 	Name string
 
 	// Registerer receives leanstore's metrics (census, list paths, failures)
-	// of each informer while it runs; nil means controller-runtime's
-	// metrics.Registry, which a manager serves on its metrics endpoint.
+	// of the informers, from the cache's start, for each informer until it
+	// stops; nil means controller-runtime's metrics.Registry, which a manager
+	// serves on its metrics endpoint.
 	Registerer prometheus.Registerer
 
 	// DisableMetrics registers no metrics at all.
@@ -57,6 +59,8 @@ type Options struct {
 // A Cache serves one manager (one call of NewCache).
 type Cache struct {
 	opts Options
+
+	register sync.Once
 
 	mu        sync.Mutex
 	used      bool
@@ -175,6 +179,20 @@ func checkOptions(opts cache.Options) error {
 type runningCache struct {
 	cache.Cache
 	owner *Cache
+}
+
+// Start registers the Cache's metrics collector (once: an unchecked collector
+// cannot be unregistered, and reports nothing once the informers stopped),
+// then runs the cache until ctx ends.
+func (r *runningCache) Start(ctx context.Context) error {
+	if !r.owner.opts.DisableMetrics {
+		var err error
+		r.owner.register.Do(func() { err = r.owner.opts.Registerer.Register(collector{owner: r.owner}) })
+		if err != nil {
+			return fmt.Errorf("leancache: register metrics: %w", err)
+		}
+	}
+	return r.Cache.Start(ctx)
 }
 
 // NeedLeaderElection is false, as for controller-runtime's own cache: a cache

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -489,5 +490,63 @@ func TestSelectorsReachLeanstore(t *testing.T) {
 	// controller-runtime narrows the namespace from the field selector itself.
 	if st := lean.Status(); len(st) != 1 || st[0].Informer != fmt.Sprintf("controller-runtime@%s/configmaps", ns) {
 		t.Errorf("status %+v, want one informer controller-runtime@%s/configmaps", st, ns)
+	}
+}
+
+// TestMetricsOfEveryInformer: informers of one cache that share leanstore's
+// factory label (all typed, all namespaces) each report, on a registry of the
+// caller's, and the registry gathers without error. Registering each
+// informer's collectors on the registry failed here as duplicates.
+func TestMetricsOfEveryInformer(t *testing.T) {
+	leakcheck.Check(t)
+	direct, err := client.New(cfg, client.Options{Scheme: newScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := newNamespace(t, direct)
+	mustCreate(t, direct,
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: ns, Labels: map[string]string{"metrics-test": "yes"}}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: ns, Labels: map[string]string{"metrics-test": "yes"}}},
+	)
+	reg := prometheus.NewPedanticRegistry()
+	lean := leancache.New(leancache.Options{Name: "metrics-test", Registerer: reg})
+	c, err := lean.NewCache(cfg, cache.Options{Scheme: newScheme(), DefaultLabelSelector: labels.SelectorFromSet(labels.Set{"metrics-test": "yes"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	wg.Go(func() { _ = c.Start(ctx) })
+	if !c.WaitForCacheSync(ctx) {
+		t.Fatal("cache did not start")
+	}
+	for _, list := range []client.ObjectList{&corev1.ConfigMapList{}, &corev1.SecretList{}} {
+		if err := c.List(ctx, list); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	objects := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "cachetune_leanstore_objects" {
+			continue
+		}
+		for _, m := range mf.Metric {
+			for _, l := range m.Label {
+				if l.GetName() == "informer" {
+					objects[l.GetValue()] = m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	want := map[string]float64{"metrics-test/configmaps": 1, "metrics-test/secrets": 1}
+	for name, n := range want {
+		if objects[name] != n {
+			t.Errorf("cachetune_leanstore_objects{informer=%q} = %v, want %v (all: %v)", name, objects[name], n, objects)
+		}
 	}
 }
