@@ -27,7 +27,10 @@ type Options struct {
 	// leanstore's scope and naming options are replaced for each informer:
 	// WithNamespace, WithLabelSelector, WithFieldSelector and
 	// WithTweakListOptions by the informer's namespace and selectors, WithName
-	// by Name, WithMetrics by Registerer.
+	// by Name, WithMetrics by Registerer. Give transforms to controller-runtime
+	// (DefaultTransform, ByObject.Transform): it sets each informer's transform
+	// itself, which replaces a leanstore.WithTransform. Prunes (WithPrune,
+	// WithTypedPrune) are leanstore's and stay.
 	Leanstore []leanstore.Option
 
 	// Name prefixes every informer's name in logs, metrics and Status (default
