@@ -66,13 +66,15 @@ type GadgetList struct {
 
 func (g *Gadget) DeepCopyObject() runtime.Object {
 	out := *g
-	g.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	m := g.ObjectMeta
+	m.DeepCopyInto(&out.ObjectMeta)
 	return &out
 }
 
 func (l *GadgetList) DeepCopyObject() runtime.Object {
 	out := *l
-	l.ListMeta.DeepCopyInto(&out.ListMeta)
+	m := l.ListMeta
+	m.DeepCopyInto(&out.ListMeta)
 	out.Items = make([]Gadget, len(l.Items))
 	for i := range l.Items {
 		out.Items[i] = *l.Items[i].DeepCopyObject().(*Gadget)

@@ -45,13 +45,15 @@ type widgetList struct {
 
 func (w *widget) DeepCopyObject() runtime.Object {
 	out := *w
-	w.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	m := w.ObjectMeta
+	m.DeepCopyInto(&out.ObjectMeta)
 	return &out
 }
 
 func (l *widgetList) DeepCopyObject() runtime.Object {
 	out := *l
-	l.ListMeta.DeepCopyInto(&out.ListMeta)
+	m := l.ListMeta
+	m.DeepCopyInto(&out.ListMeta)
 	out.Items = make([]widget, len(l.Items))
 	for i := range l.Items {
 		out.Items[i] = *l.Items[i].DeepCopyObject().(*widget)

@@ -103,7 +103,9 @@ func demo(ctx context.Context, mgr ctrl.Manager, lean *leancache.Cache, ns strin
 	}
 	log.Info("rendered", "configMap", cm.Name, "data", cm.Data, controller.SecretVersionAnnotation, cm.Annotations[controller.SecretVersionAnnotation])
 
-	printInformers(lean)
+	if err := printInformers(lean); err != nil {
+		return err
+	}
 	log.Info("the operator keeps running; Ctrl-C stops it")
 	return nil
 }
@@ -125,16 +127,25 @@ func waitPhase(ctx context.Context, c client.Client, app *demov1.AppConfig, phas
 }
 
 // printInformers prints what each leanstore informer of the manager holds.
-func printInformers(lean *leancache.Cache) {
+func printInformers(lean *leancache.Cache) error {
 	census := map[string]int{}
 	bytes := map[string]int64{}
 	for _, c := range lean.Census() {
 		census[c.Informer], bytes[c.Informer] = c.Objects, c.EstimatedBytes
 	}
 	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "INFORMER\tWIRE\tLIST PATH\tSYNCED\tOBJECTS\tEST. BYTES")
-	for _, st := range lean.Status() {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%d\t%d\n", st.Informer, st.Wire, st.ListPath, st.Synced, census[st.Informer], bytes[st.Informer])
+	var err error
+	printf := func(format string, a ...any) {
+		if err == nil {
+			_, err = fmt.Fprintf(w, format, a...)
+		}
 	}
-	_ = w.Flush()
+	printf("INFORMER\tWIRE\tLIST PATH\tSYNCED\tOBJECTS\tEST. BYTES\n")
+	for _, st := range lean.Status() {
+		printf("%s\t%s\t%s\t%v\t%d\t%d\n", st.Informer, st.Wire, st.ListPath, st.Synced, census[st.Informer], bytes[st.Informer])
+	}
+	if err != nil {
+		return err
+	}
+	return w.Flush()
 }

@@ -76,7 +76,11 @@ func mainErr() error {
 		if err != nil {
 			return err
 		}
-		defer srv.Stop()
+		defer func() {
+			if err := srv.Stop(); err != nil {
+				log.Error(err, "stop the local kube-apiserver")
+			}
+		}()
 		log.Info("kube-apiserver ready", "kubeconfig", srv.Kubeconfig, "startup", srv.StartupTime)
 		cfg = srv.Config
 		if err := installCRDs(cfg); err != nil {
@@ -101,7 +105,9 @@ func mainErr() error {
 	if *local {
 		if err := demo(ctx, mgr, lean, *namespace); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 			stop()
-			<-done
+			if mgrErr := <-done; mgrErr != nil {
+				log.Error(mgrErr, "manager")
+			}
 			return err
 		}
 	}

@@ -50,7 +50,3 @@ type AppConfigList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []AppConfig `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&AppConfig{}, &AppConfigList{})
-}

@@ -19,7 +19,8 @@ func (s *AppConfigSpec) DeepCopyInto(out *AppConfigSpec) {
 // DeepCopyInto copies a into out.
 func (a *AppConfig) DeepCopyInto(out *AppConfig) {
 	*out = *a
-	a.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	m := a.ObjectMeta
+	m.DeepCopyInto(&out.ObjectMeta)
 	a.Spec.DeepCopyInto(&out.Spec)
 }
 
@@ -39,7 +40,8 @@ func (a *AppConfig) DeepCopyObject() runtime.Object { return a.DeepCopy() }
 // DeepCopyInto copies l into out.
 func (l *AppConfigList) DeepCopyInto(out *AppConfigList) {
 	*out = *l
-	l.ListMeta.DeepCopyInto(&out.ListMeta)
+	m := l.ListMeta
+	m.DeepCopyInto(&out.ListMeta)
 	if l.Items != nil {
 		out.Items = make([]AppConfig, len(l.Items))
 		for i := range l.Items {

@@ -100,11 +100,13 @@ func TestAppConfig(t *testing.T) {
 	}
 	eventually(t, "the ConfigMap to follow the Secret", configMap(map[string]string{"LOG_LEVEL": "info"}, secret.ResourceVersion))
 
+	// A merge patch, not an update: the operator writes the status meanwhile.
 	if err := c.Get(ctx, key, app); err != nil {
 		t.Fatal(err)
 	}
+	patch := client.MergeFrom(app.DeepCopy())
 	app.Spec.Data = map[string]string{"LOG_LEVEL": "debug"}
-	if err := c.Update(ctx, app); err != nil {
+	if err := c.Patch(ctx, app, patch); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the ConfigMap to follow the spec", configMap(map[string]string{"LOG_LEVEL": "debug"}, secret.ResourceVersion))
