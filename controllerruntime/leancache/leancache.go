@@ -98,15 +98,15 @@ func New(opts Options) *Cache {
 // HTTP client (sharing its transport) to learn each informer's exact scope;
 // see the package documentation.
 func (c *Cache) NewCache(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
+	if err := checkOptions(opts); err != nil {
+		return nil, err
+	}
 	c.mu.Lock()
 	used := c.used
 	c.used = true
 	c.mu.Unlock()
 	if used {
 		return nil, errors.New("leancache: this Cache already serves a manager; make one Cache per manager")
-	}
-	if err := checkOptions(opts); err != nil {
-		return nil, err
 	}
 
 	cfg = rest.CopyConfig(cfg)
