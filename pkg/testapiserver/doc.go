@@ -22,6 +22,11 @@
 // bin/ directory; later runs reuse it and a server is ready in a few seconds. Set
 // CACHETUNE_KUBE_APISERVER to use a binary built elsewhere.
 //
+// For controller-runtime projects, EnvtestAssets builds separate kube-apiserver
+// and etcd binaries from the same module into a directory that KUBEBUILDER_ASSETS
+// can point at, so that an unchanged envtest.Environment starts them
+// (`cachebench apiserver --envtest-assets DIR` does it from the command line).
+//
 // The kubeconfig holds two identities: AdminUser (system:masters) and
 // RestrictedUser (no role bindings), for tests of 403 handling.
 package testapiserver
