@@ -189,7 +189,6 @@ func phaseChart(lines []chartLine, plan Plan) template.HTML {
 		fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="start">0</text><text x="%.1f" y="%d" text-anchor="end">%s</text>`,
 			l, phaseTop+phaseH+13, l+w, phaseTop+phaseH+13, trimFloat(roundTo(p.duration, 2)))
 	}
-	fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#009E73" text-anchor="end">live = 1</text>`, phaseW-phaseRight, int(y(1))-3)
 	for _, ln := range lines {
 		res := ln.res
 		for i, p := range phasesOf(res) {
@@ -215,6 +214,10 @@ func phaseChart(lines []chartLine, plan Plan) template.HTML {
 				ln.Color, dash, strings.Join(pts, " "), esc(ln.Label))
 		}
 	}
+	// The legend: the live heap, then each line, two to a row.
+	ly0 := phaseTop + phaseH + phaseBottom + 4
+	fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="#009E73" stroke-dasharray="1,3"/><text x="%d" y="%d" fill="#555">live heap after the sync (1)</text>`,
+		phaseW-phaseRight-200, phaseW-phaseRight-172, ly0-16, ly0-16, phaseW-phaseRight-166, ly0-12)
 	for i, ln := range lines {
 		lx := phaseLeft + (i%2)*(phaseW-phaseLeft)/2
 		ly := phaseTop + phaseH + phaseBottom + 18*(i/2) + 4

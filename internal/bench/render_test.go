@@ -197,10 +197,10 @@ func TestSummaryStatesRatiosAndBytes(t *testing.T) {
 	got := Summary(fixtureReport())
 	want := []string{
 		"Dataset: 1000 pods in namespace cachebench (workload-shaped), 22.9 KB of JSON each (managedFields 6.6 KB, last-applied 4.7 KB), 15.7 KB as protobuf.",
-		"client-go typed, protobuf, streaming (client-go/typed/stream), pods: 33.2 KB per object; sync 0.93 s, 0.35 s CPU (350 µs per object), the server 0.31 s CPU; re-list peak 2.87x / 2.87x the live heap (churn 0 / 0.1), initial-sync peak 1.31x; worst 1 ms-probe lateness 38 ms in a re-list (0.9 ms idle); re-lists delivered all 120 changes and 890 updates of unchanged objects.",
-		"client-go typed, strip managedFields and last-applied, streaming: 20.7 KB per object (62% of client-go/typed/stream); sync 0.93 s, 0.35 s CPU (1.0x); re-list peak 3.10x / 3.10x (churn 0 / 0.1), initial 1.66x; probe 38 ms; re-lists delivered all 120 changes and 890 updates of unchanged objects.",
-		"leanstore typed, strip managedFields and last-applied, streaming: 20.7 KB per object (62% of client-go/typed/stream); sync 0.93 s, 0.35 s CPU (1.0x); re-list peak 1.20x / 1.20x (churn 0 / 0.1), initial 1.02x; probe 38 ms; re-lists delivered all 120 changes and 0 updates of unchanged objects.",
-		"client-go metadata-only, LIST: 13.7 KB per object (41% of client-go/typed/stream); sync 0.93 s, 0.35 s CPU (1.0x); re-list peak 3.90x / 3.90x (churn 0 / 0.1), initial 1.90x; probe 38 ms; re-lists delivered all 120 changes and 890 updates of unchanged objects.",
+		"client-go typed, protobuf, streaming (client-go/typed/stream), pods: 33.2 KB per object; sync 0.93 s, 0.35 s CPU (350 µs per object), the server 0.31 s CPU, initial-sync peak 1.31x; re-list peak 2.87x / 2.87x the live heap (churn 0 / 0.1); worst 1 ms-probe lateness 38 ms in a re-list (0.9 ms idle); re-lists delivered all 120 changes and 890 updates of unchanged objects.",
+		"client-go typed, strip managedFields and last-applied, streaming: 20.7 KB per object (62% of client-go/typed/stream); sync 0.93 s, 0.35 s CPU (1.0x), initial peak 1.66x; re-list peak 3.10x / 3.10x (churn 0 / 0.1); probe 38 ms; re-lists delivered all 120 changes and 890 updates of unchanged objects.",
+		"leanstore typed, strip managedFields and last-applied, streaming: 20.7 KB per object (62% of client-go/typed/stream); sync 0.93 s, 0.35 s CPU (1.0x), initial peak 1.02x; re-list peak 1.20x / 1.20x (churn 0 / 0.1); probe 38 ms; re-lists delivered all 120 changes and 0 updates of unchanged objects.",
+		"client-go metadata-only, LIST: 13.7 KB per object (41% of client-go/typed/stream); sync 0.93 s, 0.35 s CPU (1.0x), initial peak 1.90x; re-list peak 3.90x / 3.90x (churn 0 / 0.1); probe 38 ms; re-lists delivered all 120 changes and 890 updates of unchanged objects.",
 		"client-go typed, JSON, LIST: failed (sync pods of client-go/typed-json/list: timed out after 10m0s).",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -270,5 +270,51 @@ func TestPlanChurnValidation(t *testing.T) {
 	p.Relists, p.Churn = 1, []float64{1.5}
 	if err := p.Validate(); err == nil {
 		t.Error("a churn of 1.5 validated")
+	}
+}
+
+// TestScaleReportDrawsCurves renders a report with the same modes at two
+// sizes: the HTML gets a chart per figure against size, one line per mode.
+func TestScaleReportDrawsCurves(t *testing.T) {
+	r := fixtureReport()
+	var grown []Result
+	for _, res := range r.Results[:3] {
+		res.Objects, res.BytesPerObject = 10000, res.BytesPerObject*0.9
+		grown = append(grown, res)
+	}
+	r.Results = append(r.Results[:3], grown...)
+	big := r.Datasets[0]
+	big.Count = 10000
+	r.Datasets = append(r.Datasets, big)
+	if !sized(r) {
+		t.Fatal("a report with two dataset sizes is not sized")
+	}
+	lines := scaleLines(r, func(res Result) float64 { return res.BytesPerObject })
+	if len(lines) != 3 || len(lines[0].sizes) != 2 || lines[0].sizes[0] != 1000 || lines[0].values[1] != 33_200*0.9 {
+		t.Fatalf("scale lines: %+v", lines)
+	}
+	var b bytes.Buffer
+	if err := WriteHTML(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	html := b.String()
+	if !strings.Contains(html, "Against dataset size") || !strings.Contains(html, "objects (log scale)") {
+		t.Error("the HTML report of a scale run has no charts against size")
+	}
+	// The side-by-side chart takes the largest size of the pair.
+	for _, l := range comparableLines(r) {
+		if l.res.Objects != 10000 {
+			t.Errorf("side-by-side line %s at %d objects, want the largest size", l.Label, l.res.Objects)
+		}
+	}
+	// Summary sentences are per size.
+	n := 0
+	for _, line := range Summary(r) {
+		if strings.Contains(line, "(client-go/typed/stream), ") {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d baseline sentences, want one per size", n)
 	}
 }

@@ -44,10 +44,15 @@ func Summary(r Report) []string {
 		if sized(r) {
 			what = fmt.Sprintf("%d %s", base.Objects, base.Resource)
 		}
-		out = append(out, fmt.Sprintf("%s (%s), %s: %.1f KB per object; sync %.2f s, %.2f s CPU (%s µs per object)%s; re-list peak %s the live heap%s, initial-sync peak %.2fx; worst 1 ms-probe lateness %s ms in a re-list (%s ms idle)%s.",
+		relists := fmt.Sprintf("; worst 1 ms-probe lateness %s ms idle", ms1(base.Idle.Probe.Max))
+		if len(base.Relists) > 0 {
+			relists = fmt.Sprintf("; re-list peak %s the live heap%s; worst 1 ms-probe lateness %s ms in a re-list (%s ms idle)%s",
+				relistPeaks(*base), churnNote(*base), ms1(base.RelistProbeMax()), ms1(base.Idle.Probe.Max), deliverySentence(*base))
+		}
+		out = append(out, fmt.Sprintf("%s (%s), %s: %.1f KB per object; sync %.2f s, %.2f s CPU (%s µs per object)%s, initial-sync peak %.2fx%s.",
 			base.Title, base.Mode, what, base.BytesPerObject/1000, base.SyncSeconds, base.InitialSync.CPUSeconds,
 			perObject(base.InitialSync.CPUSeconds, base.Objects), serverSentence(base.InitialSync.Server),
-			relistPeaks(*base), churnNote(*base), base.InitialSync.PeakRatio, ms1(base.RelistProbeMax()), ms1(base.Idle.Probe.Max), deliverySentence(*base)))
+			base.InitialSync.PeakRatio, relists))
 		for _, res := range g {
 			if res.Mode == base.Mode {
 				continue
@@ -56,10 +61,14 @@ func Summary(r Report) []string {
 				out = append(out, fmt.Sprintf("%s: failed (%s).", res.Title, firstLine(res.Error)))
 				continue
 			}
-			out = append(out, fmt.Sprintf("%s: %.1f KB per object (%.0f%% of %s); sync %.2f s, %.2f s CPU (%.1fx); re-list peak %s%s, initial %.2fx; probe %s ms%s.",
+			relists := ""
+			if len(res.Relists) > 0 {
+				relists = fmt.Sprintf("; re-list peak %s%s; probe %s ms%s", relistPeaks(res), churnNote(res), ms1(res.RelistProbeMax()), deliverySentence(res))
+			}
+			out = append(out, fmt.Sprintf("%s: %.1f KB per object (%.0f%% of %s); sync %.2f s, %.2f s CPU (%.1fx), initial peak %.2fx%s.",
 				res.Title, res.BytesPerObject/1000, percentOf(res.BytesPerObject, base.BytesPerObject), base.Mode,
 				res.SyncSeconds, res.InitialSync.CPUSeconds, ratioOf(res.InitialSync.CPUSeconds, base.InitialSync.CPUSeconds),
-				relistPeaks(res), churnNote(res), res.InitialSync.PeakRatio, ms1(res.RelistProbeMax()), deliverySentence(res)))
+				res.InitialSync.PeakRatio, relists))
 		}
 	}
 	return out
