@@ -91,13 +91,28 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) (err err
 	}
 	var failed, total int
 	have := dataset.Spec{}
+	var last []bench.Result // the results at the previous size
+sizes:
 	for si, size := range sizes {
+		var fit room
 		if si > 0 {
+			var serverRSS uint64
+			if t.local() {
+				serverRSS = processRSS(t.serverPID)
+			}
+			fit = projectRoom(last, have.Pods, size, memAvailable(), serverRSS)
+			if ok, why := fit.serverFits(); !ok && fit.available > 0 {
+				note := fmt.Sprintf("stopped before %d pods: %s", size, why)
+				fmt.Fprintln(stderr, note)
+				report.Skipped = append(report.Skipped, note)
+				break sizes
+			}
 			if err := o.grow(ctx, t.config, have, size, stderr); err != nil {
 				return err
 			}
 		}
 		have = o.spec
+		last = nil
 		report.Datasets = append(report.Datasets, o.datasets(ctx, t, stderr)...)
 		churn, err := o.churner(t)
 		if err != nil {
@@ -107,6 +122,12 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) (err err
 			pos := fmt.Sprintf("%d/%d", i+1, len(jobs))
 			if len(sizes) > 1 {
 				pos = fmt.Sprintf("%s at %d pods", pos, size)
+			}
+			if ok, why := fit.modeFits(j.mode.Name); !ok && fit.available > 0 {
+				note := fmt.Sprintf("%s left out at %d pods: %s", j.mode.Name, size, why)
+				fmt.Fprintf(stderr, "mode %s: %s\n", pos, note)
+				report.Skipped = append(report.Skipped, note)
+				continue
 			}
 			res, err := o.runMode(ctx, exe, j, childConfig, srv, t, churn, pos, stderr)
 			if ctx.Err() != nil {
@@ -118,6 +139,7 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) (err err
 				res.Error = err.Error()
 			}
 			report.Results = append(report.Results, res)
+			last = append(last, res)
 			if churn != nil {
 				if err := churn.Restore(ctx); err != nil {
 					return fmt.Errorf("restore the dataset after mode %s: %w", j.mode.Name, err)

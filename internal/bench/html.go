@@ -187,7 +187,11 @@ started {{.Started}}, took {{.Duration}}; {{.R.Plan.Relists}} forced re-lists pe
 <ul>
 {{range .Summary}}<li>{{.}}</li>
 {{end}}</ul>
-{{with .Failures}}<h2 class="fail">Failures</h2>
+{{with .R.Skipped}}<h2>Left out</h2>
+<ul>
+{{range .}}<li>{{.}}</li>
+{{end}}</ul>
+{{end}}{{with .Failures}}<h2 class="fail">Failures</h2>
 <ul class="fail">
 {{range .}}<li>{{.}}</li>
 {{end}}</ul>

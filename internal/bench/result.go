@@ -17,6 +17,9 @@ type Report struct {
 	Plan        Plan        `json:"plan"`
 	Datasets    []Dataset   `json:"datasets"`
 	Results     []Result    `json:"results"`
+	// Skipped says what the run left out, and why: a scale run leaves out
+	// the sizes and modes that would not fit in the machine's memory.
+	Skipped []string `json:"skipped,omitempty"`
 }
 
 // ReportSchema is the current Report.Schema. Schema 2 added churn, CPU and

@@ -223,6 +223,9 @@ func WriteTable(w io.Writer, r Report) error {
 			}
 		}
 	}
+	for _, note := range r.Skipped {
+		fmt.Fprintf(w, "\nleft out: %s\n", note)
+	}
 	fmt.Fprintln(w)
 	for _, line := range Summary(r) {
 		fmt.Fprintln(w, line)
