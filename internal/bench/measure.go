@@ -227,6 +227,7 @@ func Measure(ctx context.Context, spec MeasureSpec) (res Result, err error) {
 		// The re-list the 410 sets off waits in this process's transport
 		// until the parent has written the changes.
 		traffic.hold()
+		traffic.markList()
 		tGone := since()
 		mark(tGone, fmt.Sprintf("410 #%d", k))
 		emit(Event{Kind: "relist", Index: k})
@@ -246,7 +247,7 @@ func Measure(ctx context.Context, spec MeasureSpec) (res Result, err error) {
 				case c.Lists != nil:
 					return c.Lists() >= lists0+len(caches)
 				case n0 == 0 && ch.Created == 0: // nothing to deliver: a new list request is the sign
-					return traffic.lastList.Load() > int64(tK0)
+					return traffic.firstList.Load() != 0
 				}
 				// client-go delivers an update for every object it keeps, an
 				// add for every new one, a delete for every one gone.
@@ -263,7 +264,9 @@ func Measure(ctx context.Context, spec MeasureSpec) (res Result, err error) {
 			})
 		}
 		tDone := since()
-		if listAt := time.Duration(traffic.lastList.Load()); listAt > tK0 {
+		// From the first list request after the 410 (a held one counts from
+		// its release).
+		if listAt := time.Duration(traffic.firstList.Load()); listAt > tK0 {
 			rl.Seconds = (tDone - listAt).Seconds()
 		} else {
 			rl.Seconds = (tDone - tK0).Seconds()

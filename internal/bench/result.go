@@ -146,7 +146,7 @@ type Relist struct {
 	// the same for every mode of a run.
 	Churn   float64         `json:"churn"`
 	Changes dataset.Changes `json:"changes"`
-	// Seconds is from the list request (sent once the changes were written)
+	// Seconds is from the first list request (sent once the changes were written)
 	// until every object had been delivered again (client-go) or the library
 	// reported the list complete and had delivered every change (leanstore).
 	Seconds float64 `json:"seconds"`

@@ -25,9 +25,10 @@ type traffic struct {
 	list      atomic.Int64
 	watch     atomic.Int64
 	watchL    atomic.Int64
-	// lastList is when the latest LIST or streaming list was sent, in
-	// nanoseconds since start: the start of a re-list.
-	lastList atomic.Int64
+	// firstList is when the first LIST or streaming list since the last
+	// markList was sent, in nanoseconds since start: the start of a re-list
+	// (of its first page, or of the first of several resources' lists).
+	firstList atomic.Int64
 
 	mu   sync.Mutex
 	gate chan struct{} // while non-nil, list-path requests wait for it to close
@@ -46,6 +47,9 @@ func (t *traffic) hold() {
 		t.gate = make(chan struct{})
 	}
 }
+
+// markList forgets the lists sent so far: firstList is then the next one.
+func (t *traffic) markList() { t.firstList.Store(0) }
 
 // release lets held requests go, and those after them.
 func (t *traffic) release() {
@@ -116,12 +120,12 @@ func (t *traffic) classify(r *http.Request) {
 	switch {
 	case watch && q.Get("sendInitialEvents") == "true":
 		t.watchL.Add(1)
-		t.lastList.Store(int64(time.Since(t.start)))
+		t.firstList.CompareAndSwap(0, int64(time.Since(t.start)))
 	case watch:
 		t.watch.Add(1)
 	default:
 		t.list.Add(1)
-		t.lastList.Store(int64(time.Since(t.start)))
+		t.firstList.CompareAndSwap(0, int64(time.Since(t.start)))
 	}
 }
 
