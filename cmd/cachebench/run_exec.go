@@ -103,7 +103,7 @@ sizes:
 			fit = projectRoom(last, have.Pods, size, memAvailable(), serverRSS)
 			if ok, why := fit.serverFits(); !ok && fit.available > 0 {
 				note := fmt.Sprintf("stopped before %d pods: %s", size, why)
-				fmt.Fprintln(stderr, note)
+				_, _ = fmt.Fprintln(stderr, note)
 				report.Skipped = append(report.Skipped, note)
 				break sizes
 			}

@@ -334,7 +334,7 @@ func TestRunTogetherAndScale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	r, err := bench.ReadJSON(f)
 	if err != nil {
 		t.Fatal(err)

@@ -127,7 +127,7 @@ func phaseChart(lines []chartLine, plan Plan) template.HTML {
 		return ""
 	}
 	var phases []phase
-	var yMax float64 = 1.5
+	yMax := 1.5
 	for _, ln := range lines {
 		for i, p := range phasesOf(ln.res) {
 			if i == len(phases) {

@@ -153,7 +153,7 @@ func Measure(ctx context.Context, spec MeasureSpec) (res Result, err error) {
 		if err != nil {
 			return res, err
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }() // a profile that fails to close loses only itself
 		if err := pprof.StartCPUProfile(f); err != nil {
 			return res, fmt.Errorf("start a CPU profile: %w", err)
 		}

@@ -283,7 +283,7 @@ func TestTrafficHold(t *testing.T) {
 	get := func(path string) {
 		req, _ := http.NewRequest(http.MethodGet, "http://x"+path, nil)
 		if resp, err := rt.RoundTrip(req); err == nil {
-			resp.Body.Close()
+			_ = resp.Body.Close()
 		}
 	}
 	tr.hold()

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -40,7 +41,7 @@ func openProc(pid int) (*procReader, error) {
 	}
 	sm, err := os.Open(fmt.Sprintf("/proc/%d/statm", pid))
 	if err != nil {
-		stat.Close()
+		_ = stat.Close()
 		return nil, err
 	}
 	return &procReader{
@@ -63,8 +64,7 @@ func (p *procReader) read() (cpu time.Duration, rss uint64, err error) {
 }
 
 func (p *procReader) Close() error {
-	p.stat.Close()
-	return p.rss.Close()
+	return errors.Join(p.stat.Close(), p.rss.Close())
 }
 
 // parseStatCPU returns utime+stime, fields 14 and 15 of /proc/<pid>/stat, in

@@ -166,7 +166,7 @@ func startServerSampler(ctx context.Context, pid int) (*serverSampler, error) {
 	}
 	s := &serverSampler{done: make(chan struct{})}
 	s.wg.Go(func() {
-		defer p.Close()
+		defer func() { _ = p.Close() }()
 		t := time.NewTicker(serverSampleEvery)
 		defer t.Stop()
 		for {

@@ -70,7 +70,7 @@ func TestProcReaderReadsThisProcess(t *testing.T) {
 	if err != nil {
 		t.Skipf("no /proc: %v", err)
 	}
-	defer p.Close()
+	defer func() { _ = p.Close() }()
 	cpu0, rss, err := p.read()
 	if err != nil || rss == 0 {
 		t.Fatalf("read: %v, RSS %d", err, rss)

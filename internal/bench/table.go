@@ -191,50 +191,67 @@ func ms2(v float64) string {
 	return fmt.Sprintf("%.2f", v)
 }
 
+// errWriter remembers the first write error, so that a long report is
+// written with plain calls and fails as a whole.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
+}
+
 func writeTabbed(w io.Writer, header []string, rows [][]string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	_, _ = fmt.Fprintln(tw, strings.Join(header, "\t"))
 	for _, row := range rows {
-		fmt.Fprintln(tw, strings.Join(row, "\t"))
+		_, _ = fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}
 	return tw.Flush()
 }
 
 // WriteTable writes the results as two aligned tables (sync and steady state;
 // re-lists), then the failures and the summary.
-func WriteTable(w io.Writer, r Report) error {
+func WriteTable(out io.Writer, r Report) error {
+	w := &errWriter{w: out}
 	multi := multiResource(r)
 	if err := writeTabbed(w, tableHeader(multi), tableRows(r)); err != nil {
 		return err
 	}
 	if rows := relistRows(r); len(rows) > 0 {
-		fmt.Fprintln(w)
+		_, _ = fmt.Fprintln(w)
 		if err := writeTabbed(w, relistHeader(multi), rows); err != nil {
 			return err
 		}
 	}
 	for _, res := range r.Results {
 		if res.Error != "" {
-			fmt.Fprintf(w, "\n%s failed: %s\n", res.Mode, res.Error)
+			_, _ = fmt.Fprintf(w, "\n%s failed: %s\n", res.Mode, res.Error)
 		}
 		for _, rl := range res.Relists {
 			if rl.Error != "" {
-				fmt.Fprintf(w, "\n%s re-list %d failed: %s\n", res.Mode, rl.Index, rl.Error)
+				_, _ = fmt.Fprintf(w, "\n%s re-list %d failed: %s\n", res.Mode, rl.Index, rl.Error)
 			}
 		}
 	}
 	for _, note := range r.Skipped {
-		fmt.Fprintf(w, "\nleft out: %s\n", note)
+		_, _ = fmt.Fprintf(w, "\nleft out: %s\n", note)
 	}
-	fmt.Fprintln(w)
+	_, _ = fmt.Fprintln(w)
 	for _, line := range Summary(r) {
-		fmt.Fprintln(w, line)
+		_, _ = fmt.Fprintln(w, line)
 	}
-	fmt.Fprintln(w)
+	_, _ = fmt.Fprintln(w)
 	for _, line := range tableNotes {
-		fmt.Fprintln(w, line)
+		_, _ = fmt.Fprintln(w, line)
 	}
-	return nil
+	return w.err
 }
 
 // tableNotes say how the columns are measured.

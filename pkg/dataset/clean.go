@@ -25,7 +25,7 @@ func Clean(ctx context.Context, cfg *rest.Config, namespace, name string, progre
 	}
 	start := time.Now()
 	for _, gvr := range cleanOrder {
-		var res dynamic.ResourceInterface = dyn.Resource(gvr).Namespace(namespace)
+		res := dynamic.ResourceInterface(dyn.Resource(gvr).Namespace(namespace))
 		sel := metav1.ListOptions{LabelSelector: LabelDataset + "=" + name}
 		if ClusterScoped(gvr) {
 			res = dyn.Resource(gvr)

@@ -27,7 +27,7 @@ var nodeImages = func() []string {
 			out = append(out, fmt.Sprintf("registry.example.com/shop/%s:v1.%d.3", app, 4+v))
 		}
 	}
-	for _, sys := range []string{
+	return append(out, []string{
 		"registry.example.com/mesh/envoy:v1.31.2", "registry.example.com/mesh/envoy:v1.30.6",
 		"registry.k8s.io/kube-proxy:v1.37.2", "registry.k8s.io/pause:3.10",
 		"registry.k8s.io/coredns/coredns:v1.12.1", "registry.k8s.io/metrics-server/metrics-server:v0.8.0",
@@ -38,10 +38,7 @@ var nodeImages = func() []string {
 		"registry.example.com/security/trivy-operator:0.26.1", "registry.example.com/ingress/ingress-nginx:v1.12.1",
 		"registry.example.com/platform/cert-manager-controller:v1.17.2", "registry.example.com/platform/external-dns:v0.16.1",
 		"registry.example.com/platform/cluster-autoscaler:v1.37.0", "registry.example.com/platform/kyverno:v1.14.1",
-	} {
-		out = append(out, sys)
-	}
-	return out
+	}...)
 }()
 
 // nodeName is the name of Node i of the dataset in namespace ns.
@@ -145,7 +142,6 @@ func nodeStatus(spec Spec, i int, now time.Time) corev1.NodeStatus {
 			OSImage:                 "Amazon Linux 2023.7.20250428",
 			ContainerRuntimeVersion: "containerd://1.7.27",
 			KubeletVersion:          "v1.37.2",
-			KubeProxyVersion:        "v1.37.2",
 			OperatingSystem:         "linux",
 			Architecture:            "amd64",
 		},
