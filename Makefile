@@ -10,7 +10,7 @@ GOLANGCI  := github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 CR_DIR         := controllerruntime
 ENVTEST_ASSETS := $(CURDIR)/bin/envtest
 
-.PHONY: help test test-short bench golden apiserver envtest-assets example example-cr lint tidy-check golangci clean
+.PHONY: help test test-short bench bench-scale conformance golden apiserver envtest-assets example example-cr lint tidy-check golangci clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -26,9 +26,25 @@ test-short: ## unit tests only: nothing that needs the API server
 bench: apiserver ## the main job: cachebench run on the local kube-apiserver with the standard dataset (report in out/)
 	$(GO) run ./cmd/cachebench run
 
+# The modes of bench-scale: the library pairs that fit in memory at 100,000
+# Pods (client-go's unstripped typed cache would need about 10 GiB at its re-list
+# peak there, beside a server of as much), and leanstore's lean modes. The local
+# server runs with GOGC=100 here (300 otherwise): at 100,000 Pods its heap would
+# outgrow the machine. The measured children run with Go's default, 100, in
+# both targets.
+BENCH_SCALE_MODES  ?= client-go/typed-strip-mf-la/stream,leanstore/typed-strip-mf-la/stream,client-go/metadata-strip-mf/stream,leanstore/typed-lean/stream,leanstore/metadata-lean/stream
+BENCH_SCALE_SIZES  ?= 1000,10000,30000,100000
+
+bench-scale: apiserver ## scale curves: BENCH_SCALE_MODES at 1,000 to 100,000 Pods, the dataset grown from one size to the next (about 45 minutes; report in out/scale/)
+	GOGC=100 $(GO) run ./cmd/cachebench run --sizes $(BENCH_SCALE_SIZES) --modes '$(BENCH_SCALE_MODES)' --out out/scale
+
 golden: ## regenerate the golden files of cachebench's table and HTML report, and of the doctor's table and markdown
 	$(GO) test -count=1 ./internal/bench/ -run Golden -update
 	$(GO) test -short -count=1 ./internal/doctor/ -run Golden -update
+
+conformance: apiserver ## the differential harness with many seeds: SEEDS programs (default 200) from FIRST (default 1000) against client-go and every leanstore mode
+	CACHETUNE_CONFORMANCE_SEEDS=$(or $(SEEDS),200) CACHETUNE_CONFORMANCE_FIRST=$(or $(FIRST),1000) \
+		$(GO) test -count=1 -timeout 12h -run '^TestConformance$$' -v ./internal/conformance/ | grep -E '^\s+conformance_test.go|^(ok|FAIL|---)'
 
 resilience: apiserver ## docs/errors-and-backoff.md's table: client-go and leanstore under each fault for 30 s (about 40 minutes; out/resilience.md)
 	@mkdir -p out

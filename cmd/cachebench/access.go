@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/cachetune/cachetune/internal/bench"
 	"github.com/cachetune/cachetune/internal/cluster"
 )
 
@@ -22,7 +23,7 @@ const accessTimeout = cluster.Timeout
 // checkAccess makes sure, before anything is measured, that the cluster answers
 // and that the user may list and watch every resource to be cached: the
 // informers in the children would otherwise retry forever, quietly.
-func checkAccess(ctx context.Context, cfg *rest.Config, gvrs []schema.GroupVersionResource, namespace string) error {
+func checkAccess(ctx context.Context, cfg *rest.Config, refs []bench.ResourceRef) error {
 	if err := cluster.Reachable(ctx, cfg); err != nil {
 		return err
 	}
@@ -34,12 +35,13 @@ func checkAccess(ctx context.Context, cfg *rest.Config, gvrs []schema.GroupVersi
 	if err != nil {
 		return err
 	}
-	where := "all namespaces"
-	if namespace != "" {
-		where = "namespace " + namespace
-	}
-	for _, gvr := range gvrs {
-		res := dyn.Resource(gvr).Namespace(namespace)
+	for _, r := range refs {
+		gvr := r.GroupVersionResource
+		where := "all namespaces"
+		if r.Namespace != "" {
+			where = "namespace " + r.Namespace
+		}
+		res := dyn.Resource(gvr).Namespace(r.Namespace)
 		list, err := res.List(ctx, metav1.ListOptions{Limit: 1})
 		if err != nil {
 			return accessError("list", gvr, where, err)

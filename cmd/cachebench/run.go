@@ -2,31 +2,22 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
-	"runtime"
-	"runtime/debug"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/rest"
 
 	"github.com/cachetune/cachetune/internal/bench"
 	"github.com/cachetune/cachetune/pkg/dataset"
-	"github.com/cachetune/cachetune/pkg/faults"
-	"github.com/cachetune/cachetune/pkg/testapiserver"
 )
 
 // runOptions are the parsed flags of `cachebench run`.
@@ -35,6 +26,9 @@ type runOptions struct {
 	resources  []schema.GroupVersionResource
 	modes      []bench.Mode
 	plan       bench.Plan
+	together   bool
+	sizes      []int
+	cpuProfile string
 	gogc       string
 	gomemlimit string
 	outDir     string
@@ -42,18 +36,22 @@ type runOptions struct {
 	htmlPath   string
 	kubeconfig string
 	seed       bool
+	serverPID  int
 	keepServer bool
+	// seeded is how long seeding (or growing) the dataset took.
+	seeded time.Duration
 }
 
 // knownResources are the resources cachebench can seed and cache, by flag name.
 var knownResources = map[string]schema.GroupVersionResource{
 	"pods":       dataset.PodsGVR,
-	"configmaps": {Version: "v1", Resource: "configmaps"},
-	"secrets":    {Version: "v1", Resource: "secrets"},
+	"configmaps": dataset.ConfigMapsGVR,
+	"secrets":    dataset.SecretsGVR,
+	"nodes":      dataset.NodesGVR,
 	"widgets":    dataset.WidgetGVR,
 }
 
-var resourceOrder = []string{"pods", "configmaps", "secrets", "widgets"}
+var resourceOrder = []string{"pods", "configmaps", "secrets", "nodes", "widgets"}
 
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	o, listModes, err := parseRunFlags(args, stderr)
@@ -68,31 +66,45 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 func parseRunFlags(args []string, stderr io.Writer) (runOptions, bool, error) {
 	fs := newFlagSet("run", `Measures what informer caches cost, mode by mode, each mode in its own child
-process: time to sync, live heap and bytes per object, heap and RSS peaks during
-the initial sync and during forced re-lists (a 410 Gone on the watch, through a
-proxy), Go scheduler latency and the lateness of a 1 ms probe goroutine.
+process: time and CPU to sync, live heap and bytes per object, heap and RSS peaks
+during the initial sync and during forced re-lists (a 410 Gone on the watch,
+through a proxy), Go scheduler latency and the lateness of a 1 ms probe
+goroutine; on the local server also the server's CPU, RSS and storage reads.
+Between the 410 and each re-list, --churn changes a share of the objects
+(updates, creates and deletes, the same for every mode), so that a re-list
+decodes and delivers real changes.
 
 With no flags it starts the local kube-apiserver, seeds 10,000 realistic Pods and
 runs the default modes (--modes all runs every mode; --list-modes marks the extra
-ones). With --kubeconfig it measures that cluster read-only (no
-objects are written) unless --seed is given, which seeds a namespace of its own
-and deletes it afterwards. Prints a table; writes JSON and an HTML report to
---out.`, stderr)
+ones). --dataset mixed seeds Pods, ConfigMaps, Secrets, Nodes and Widgets at the
+ratios of a typical controller's cache and caches them together in each mode's
+process; --sizes measures the modes at several dataset sizes (a scale run). With
+--kubeconfig it measures that cluster read-only (no objects are written) unless
+--seed is given, which seeds a namespace of its own and deletes it afterwards.
+Prints a table; writes JSON and an HTML report to --out.`, stderr)
 	var o runOptions
 	o.plan = bench.DefaultPlan()
 	s := &o.spec
 	fs.IntVar(&s.Pods, "pods", 10000, "number of Pods to seed")
 	fs.IntVar(&s.PodEnv, "pod-env", 4, "env vars in a Pod's main container: sets the Pod size (4 is about 20 KB of JSON)")
+	shape := fs.String("pod-shape", "workload", "workload: the Pods of each of eight workloads share their template; unique: every Pod has its own env values, image tag and template hash")
 	fs.IntVar(&s.ConfigMaps, "configmaps", 0, "number of ConfigMaps to seed")
 	fs.IntVar(&s.ConfigMapBytes, "configmap-bytes", 4<<10, "data bytes per ConfigMap")
 	fs.IntVar(&s.Secrets, "secrets", 0, "number of Secrets to seed")
 	fs.IntVar(&s.SecretBytes, "secret-bytes", 256<<10, "data bytes per Secret")
+	fs.IntVar(&s.Nodes, "nodes", 0, "number of Nodes to seed (local server only: a cluster's scheduler would use them)")
 	fs.IntVar(&s.Widgets, "widgets", 0, "number of Widget custom resources to seed (installs the CRD)")
 	fs.IntVar(&s.WidgetBytes, "widget-bytes", 2<<10, "spec bytes per Widget")
-	resources := fs.String("resources", "", "resources to cache, comma-separated from pods,configmaps,secrets,widgets (default: the kinds seeded; pods with --kubeconfig)")
+	kind := fs.String("dataset", "standard", "standard: the counts above; mixed: per 10,000 --pods, 2,000 ConfigMaps, 1,000 Secrets of 8 KiB, 100 Nodes and 500 Widgets, cached together (counts given as flags win)")
+	resources := fs.String("resources", "", "resources to cache, comma-separated from "+strings.Join(resourceOrder, ",")+" (default: the kinds seeded; pods with --kubeconfig)")
+	fs.BoolVar(&o.together, "together", false, "cache all --resources in one process per mode, as one controller does (default with --dataset mixed)")
 	modes := fs.String("modes", "", "modes to run: comma-separated names or globs, e.g. 'client-go/typed*', or all (default: every mode not marked extra in --list-modes)")
 	listModes := fs.Bool("list-modes", false, "list the modes and exit")
-	fs.IntVar(&o.plan.Relists, "relists", o.plan.Relists, "forced re-lists per mode")
+	fs.IntVar(&o.plan.Relists, "relists", o.plan.Relists, "forced re-lists per mode (with no --churn: that many re-lists without changes)")
+	churn := fs.String("churn", "", "fraction of the objects changed before each re-list, comma-separated, one per re-list (default 0,0.1; 0s with --kubeconfig and no --seed)")
+	fs.Uint64Var(&o.plan.ChurnSeed, "churn-seed", o.plan.ChurnSeed, "seed that picks the objects --churn changes")
+	sizes := fs.String("sizes", "", "scale run: Pod counts to measure at, comma-separated, e.g. 1000,10000 (the dataset grows from one to the next; local server only)")
+	fs.StringVar(&o.cpuProfile, "cpu-profiles", "", "directory for a CPU profile of each mode's initial sync (<mode>.<resources>.sync.pprof)")
 	settle := fs.Duration("settle", o.plan.Settle.D(), "wait after the sync and after each re-list before reading the live heap")
 	idle := fs.Duration("idle", o.plan.Idle.D(), "idle window after the sync, for latencies at rest")
 	fs.StringVar(&o.gogc, "gogc", "", "GOGC for the children (default: inherited)")
@@ -102,6 +114,7 @@ and deletes it afterwards. Prints a table; writes JSON and an HTML report to
 	fs.StringVar(&o.htmlPath, "html", "", "also write the HTML report to this file")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "measure the cluster of this kubeconfig instead of the local server")
 	fs.BoolVar(&o.seed, "seed", false, "with --kubeconfig: seed a namespace of cachebench's own, and delete it afterwards")
+	fs.IntVar(&o.serverPID, "server-pid", 0, "with --kubeconfig: the API server's process on this machine (a server of your own, e.g. 'cachebench apiserver'), to read its CPU, RSS and storage metrics for each window as for the local server")
 	fs.StringVar(&s.Namespace, "namespace", "", "namespace to seed and cache (default: cachebench locally; all namespaces with --kubeconfig; a new cachebench-<random> with --seed)")
 	fs.BoolVar(&o.keepServer, "keep-server", false, "keep the local kube-apiserver running after the run, until interrupted")
 	if err := parseFlags(fs, args); err != nil {
@@ -113,19 +126,67 @@ and deletes it afterwards. Prints a table; writes JSON and an HTML report to
 	o.plan.Settle, o.plan.Idle = bench.Duration(*settle), bench.Duration(*idle)
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if err := o.validate(set, *resources, *modes); err != nil {
+	if err := o.validate(set, flagValues{resources: *resources, modes: *modes, churn: *churn, sizes: *sizes, shape: *shape, dataset: *kind}); err != nil {
 		return o, false, usageError{err}
 	}
 	return o, false, nil
 }
 
-func (o *runOptions) validate(set map[string]bool, resources, modes string) error {
+// flagValues are the flags validate parses itself.
+type flagValues struct{ resources, modes, churn, sizes, shape, dataset string }
+
+func (o *runOptions) validate(set map[string]bool, fv flagValues) error {
 	s := &o.spec
-	for name, v := range map[string]int{"pods": s.Pods, "configmaps": s.ConfigMaps, "secrets": s.Secrets, "widgets": s.Widgets,
+	var err error
+	if s.PodShape, err = dataset.ParsePodShape(fv.shape); err != nil {
+		return fmt.Errorf("--pod-shape: %w", err)
+	}
+	if o.sizes, err = parseSizes(fv.sizes); err != nil {
+		return err
+	}
+	if len(o.sizes) > 0 {
+		if set["pods"] {
+			return errors.New("--sizes sets the Pod counts: leave --pods out")
+		}
+		if o.kubeconfig != "" && !o.seed {
+			return errors.New("--sizes seeds a dataset up to the largest size: with --kubeconfig it needs --seed")
+		}
+		s.Pods = o.sizes[0]
+	}
+	switch fv.dataset {
+	case "standard":
+	case "mixed":
+		m := dataset.Mixed(s.Namespace, s.Pods)
+		s.Name = m.Name
+		for name, p := range map[string]struct {
+			to   *int
+			from int
+		}{
+			"configmaps": {&s.ConfigMaps, m.ConfigMaps}, "configmap-bytes": {&s.ConfigMapBytes, m.ConfigMapBytes},
+			"secrets": {&s.Secrets, m.Secrets}, "secret-bytes": {&s.SecretBytes, m.SecretBytes},
+			"nodes": {&s.Nodes, m.Nodes}, "widgets": {&s.Widgets, m.Widgets}, "widget-bytes": {&s.WidgetBytes, m.WidgetBytes},
+		} {
+			if !set[name] {
+				*p.to = p.from
+			}
+		}
+		if !set["together"] {
+			o.together = true
+		}
+		if o.kubeconfig != "" && !set["nodes"] {
+			s.Nodes = 0 // see --nodes
+		}
+	default:
+		return fmt.Errorf("--dataset must be standard or mixed, got %q", fv.dataset)
+	}
+	for name, v := range map[string]int{"pods": s.Pods, "configmaps": s.ConfigMaps, "secrets": s.Secrets, "nodes": s.Nodes, "widgets": s.Widgets,
 		"pod-env": s.PodEnv, "configmap-bytes": s.ConfigMapBytes, "secret-bytes": s.SecretBytes, "widget-bytes": s.WidgetBytes} {
 		if v < 0 {
 			return fmt.Errorf("--%s must not be negative, got %d", name, v)
 		}
+	}
+	if err := o.parseChurn(set, fv.churn); err != nil {
+		return err
 	}
 	if err := o.plan.Validate(); err != nil {
 		return err
@@ -142,31 +203,94 @@ func (o *runOptions) validate(set map[string]bool, resources, modes string) erro
 		if o.seed {
 			return errors.New("--seed needs --kubeconfig (the local server is always seeded)")
 		}
+		if o.serverPID != 0 {
+			return errors.New("--server-pid needs --kubeconfig (the local server's process is known)")
+		}
 	} else {
 		if o.keepServer {
 			return errors.New("--keep-server applies to the local server, not with --kubeconfig")
 		}
+		if s.Nodes > 0 {
+			return errors.New("--nodes writes Node objects, which a real cluster's scheduler and node controller would act on: the local server only")
+		}
+		if o.serverPID < 0 {
+			return fmt.Errorf("--server-pid must be a process id, got %d", o.serverPID)
+		}
 		if !o.seed {
-			for _, f := range []string{"pods", "pod-env", "configmaps", "configmap-bytes", "secrets", "secret-bytes", "widgets", "widget-bytes"} {
+			for _, f := range []string{"pods", "pod-env", "pod-shape", "configmaps", "configmap-bytes", "secrets", "secret-bytes", "widgets", "widget-bytes", "dataset"} {
 				if set[f] {
 					return fmt.Errorf("--%s seeds objects: with --kubeconfig it needs --seed (runs on a cluster are read-only otherwise)", f)
 				}
 			}
+			if slices.ContainsFunc(o.plan.Churn, func(c float64) bool { return c > 0 }) {
+				return errors.New("--churn writes to the cluster: with --kubeconfig it needs --seed (runs on a cluster are read-only otherwise)")
+			}
 		}
 	}
-	var err error
-	if o.resources, err = o.pickResources(resources); err != nil {
+	if o.resources, err = o.pickResources(fv.resources); err != nil {
 		return err
 	}
-	if o.modes, err = bench.Select(modes); err != nil {
+	if o.modes, err = bench.Select(fv.modes); err != nil {
 		return err
 	}
-	for _, gvr := range o.resources {
-		if len(modesFor(o.modes, gvr)) == 0 {
-			return fmt.Errorf("none of the selected modes can cache %s", gvr.Resource)
+	if o.together {
+		var can []bench.Mode
+		for _, m := range o.modes {
+			if canCacheAll(m, o.resources) {
+				can = append(can, m)
+			}
+		}
+		if len(can) == 0 {
+			return errors.New("none of the selected modes can cache all of --resources together")
+		}
+		o.modes = can
+	} else {
+		for _, gvr := range o.resources {
+			if len(modesFor(o.modes, gvr)) == 0 {
+				return fmt.Errorf("none of the selected modes can cache %s", gvr.Resource)
+			}
 		}
 	}
 	return nil
+}
+
+// parseChurn reads --churn, or makes the default fit --relists and the target.
+func (o *runOptions) parseChurn(set map[string]bool, list string) error {
+	if strings.TrimSpace(list) == "" {
+		if set["relists"] || (o.kubeconfig != "" && !o.seed) {
+			o.plan.Churn = make([]float64, max(0, o.plan.Relists))
+		}
+		return nil
+	}
+	var churn []float64
+	for _, f := range strings.Split(list, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || !(v >= 0 && v <= 1) {
+			return fmt.Errorf("--churn takes fractions between 0 and 1, got %q", f)
+		}
+		churn = append(churn, v)
+	}
+	if set["relists"] && o.plan.Relists != len(churn) {
+		return fmt.Errorf("--relists %d with %d --churn levels: give one level per re-list, or leave --relists out", o.plan.Relists, len(churn))
+	}
+	o.plan.Churn, o.plan.Relists = churn, len(churn)
+	return nil
+}
+
+func parseSizes(list string) ([]int, error) {
+	if strings.TrimSpace(list) == "" {
+		return nil, nil
+	}
+	var out []int
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("--sizes takes positive Pod counts, got %q", f)
+		}
+		out = append(out, n)
+	}
+	sort.Ints(out)
+	return slices.Compact(out), nil
 }
 
 var memLimit = regexp.MustCompile(`^(off|[0-9]+(B|KiB|MiB|GiB|TiB)?)$`)
@@ -183,9 +307,8 @@ func (o *runOptions) pickResources(list string) ([]schema.GroupVersionResource, 
 	case o.kubeconfig != "" && !o.seed:
 		names = []string{"pods"}
 	default:
-		counts := map[string]int{"pods": o.spec.Pods, "configmaps": o.spec.ConfigMaps, "secrets": o.spec.Secrets, "widgets": o.spec.Widgets}
 		for _, n := range resourceOrder {
-			if counts[n] > 0 {
+			if o.spec.Count(knownResources[n]) > 0 {
 				names = append(names, n)
 			}
 		}
@@ -207,11 +330,20 @@ func (o *runOptions) pickResources(list string) ([]schema.GroupVersionResource, 
 func modesFor(modes []bench.Mode, gvr schema.GroupVersionResource) []bench.Mode {
 	var out []bench.Mode
 	for _, m := range modes {
-		if m.Supports == nil || m.Supports(gvr) {
+		if m.CanCache(gvr, false) {
 			out = append(out, m)
 		}
 	}
 	return out
+}
+
+func canCacheAll(m bench.Mode, gvrs []schema.GroupVersionResource) bool {
+	for _, gvr := range gvrs {
+		if !m.CanCache(gvr, true) {
+			return false
+		}
+	}
+	return true
 }
 
 func writeModeList(w io.Writer) error {
@@ -224,333 +356,4 @@ func writeModeList(w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", m.Name, m.Title, extra)
 	}
 	return tw.Flush()
-}
-
-// target is the cluster being measured and how to undo what the run did to it.
-type target struct {
-	config  *rest.Config
-	name    string
-	cleanup []func()
-}
-
-func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) (err error) {
-	started := time.Now()
-	tableOut := stdout
-	if o.jsonPath == "-" {
-		tableOut = stderr
-	}
-	if err := os.MkdirAll(filepath.Join(o.outDir, "logs"), 0o755); err != nil {
-		return err
-	}
-	t, err := o.prepare(ctx, stderr)
-	defer func() {
-		for i := len(t.cleanup) - 1; i >= 0; i-- {
-			t.cleanup[i]()
-		}
-	}()
-	if err != nil {
-		return err
-	}
-
-	report := bench.Report{
-		Schema:      bench.ReportSchema,
-		Started:     started,
-		Environment: o.environment(t),
-		Plan:        o.plan,
-	}
-	report.Datasets = o.datasets(ctx, t, stderr)
-
-	proxy, err := faults.Start(t.config)
-	if err != nil {
-		return fmt.Errorf("start the fault proxy: %w", err)
-	}
-	defer proxy.Close()
-	srv := proxyServer{p: proxy, namespace: o.spec.Namespace}
-	childConfig := proxy.Config(t.config)
-
-	exe, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	type job struct {
-		mode bench.Mode
-		gvr  schema.GroupVersionResource
-	}
-	var jobs []job
-	for _, gvr := range o.resources {
-		for _, m := range modesFor(o.modes, gvr) {
-			jobs = append(jobs, job{m, gvr})
-		}
-	}
-	var failed int
-	for i, j := range jobs {
-		res, err := o.runMode(ctx, exe, j.mode, j.gvr, childConfig, srv, fmt.Sprintf("%d/%d", i+1, len(jobs)), stderr)
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if err != nil {
-			failed++
-			res.Error = err.Error()
-		}
-		report.Results = append(report.Results, res)
-	}
-	report.Finished = time.Now()
-
-	if err := bench.WriteTable(tableOut, report); err != nil {
-		return err
-	}
-	if err := o.writeReports(report, stdout, stderr); err != nil {
-		return err
-	}
-	if o.keepServer && t.name == "local kube-apiserver" {
-		fmt.Fprintln(stderr, "kube-apiserver kept running; press Ctrl-C to stop it")
-		<-ctx.Done()
-	}
-	if failed > 0 {
-		return fmt.Errorf("%d of %d modes failed (details in the table and in %s)", failed, len(jobs), filepath.Join(o.outDir, "logs"))
-	}
-	return nil
-}
-
-// runMode measures one mode in a child and prints its progress on one line.
-func (o *runOptions) runMode(ctx context.Context, exe string, m bench.Mode, gvr schema.GroupVersionResource, cfg *rest.Config, srv bench.Server, pos string, stderr io.Writer) (bench.Result, error) {
-	logPath := filepath.Join(o.outDir, "logs", strings.ReplaceAll(m.Name, "/", "_")+"."+gvr.Resource+".log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return bench.Result{Mode: m.Name, Title: m.Title, Resource: gvr.Resource, Streaming: m.Streaming}, err
-	}
-	defer logFile.Close()
-	cmd := exec.Command(exe, "child")
-	cmd.Stderr = logFile
-	var env []string
-	if o.gogc != "" {
-		env = append(env, "GOGC="+o.gogc)
-	}
-	if o.gomemlimit != "" {
-		env = append(env, "GOMEMLIMIT="+o.gomemlimit)
-	}
-	fmt.Fprintf(stderr, "mode %s: %s (%s", pos, m.Name, m.Title)
-	if len(o.resources) > 1 {
-		fmt.Fprintf(stderr, ", %s", gvr.Resource)
-	}
-	fmt.Fprint(stderr, "): ")
-	res, err := bench.RunChild(ctx, bench.ChildSpec{
-		Command: cmd, Mode: m, Resource: gvr, Namespace: o.spec.Namespace, Config: cfg, Plan: o.plan, Env: env,
-		Events: func(e bench.Event) { fmt.Fprint(stderr, progressText(e, o.plan.Relists)) },
-	}, srv)
-	if err != nil {
-		fmt.Fprintf(stderr, "FAILED: %v (log: %s)\n", err, logPath)
-		return res, err
-	}
-	fmt.Fprintf(stderr, "server saw %s\n", serverPath(res.ListPath.Server))
-	return res, nil
-}
-
-func progressText(e bench.Event, relists int) string {
-	switch e.Kind {
-	case "syncing":
-		return "syncing... "
-	case "synced":
-		return fmt.Sprintf("%d objects in %.1fs; ", e.Objects, e.Seconds)
-	case "relist":
-		return fmt.Sprintf("re-list %d/%d ", e.Index, relists)
-	case "relisted":
-		if e.Error != "" {
-			return fmt.Sprintf("failed (%s); ", e.Error)
-		}
-		return fmt.Sprintf("%.1fs, peak %.2fx live; ", e.Seconds, e.PeakRatio)
-	}
-	return ""
-}
-
-func serverPath(q bench.Requests) string {
-	return fmt.Sprintf("%d LIST, %d streaming list, %d watch requests", q.List, q.WatchList, q.Watch)
-}
-
-// prepare starts the local server or connects to the cluster, checks access
-// and seeds the dataset.
-func (o *runOptions) prepare(ctx context.Context, stderr io.Writer) (target, error) {
-	var t target
-	if o.kubeconfig == "" {
-		if o.spec.Namespace == "" {
-			o.spec.Namespace = "cachebench"
-		}
-		srv, err := testapiserver.Start(ctx, testapiserver.Options{Progress: stderr})
-		if err != nil {
-			return t, err
-		}
-		t.config, t.name = srv.Config, "local kube-apiserver"
-		if o.keepServer {
-			fmt.Fprintf(stderr, "kube-apiserver kept for after the run: export KUBECONFIG=%s\n", srv.Kubeconfig)
-		}
-		t.cleanup = append(t.cleanup, func() { _ = srv.Stop() })
-		return t, o.seedDataset(ctx, t.config, stderr)
-	}
-
-	cfg, err := loadKubeconfig(o.kubeconfig)
-	if err != nil {
-		return t, err
-	}
-	t.config, t.name = cfg, cfg.Host
-	if err := checkProxyable(cfg); err != nil {
-		return t, err
-	}
-	if !o.seed {
-		return t, checkAccess(ctx, cfg, o.resources, o.spec.Namespace)
-	}
-	if o.spec.Namespace == "" {
-		o.spec.Namespace = "cachebench-" + randomSuffix()
-	}
-	if err := checkNewNamespace(ctx, cfg, o.spec.Namespace); err != nil {
-		return t, err
-	}
-	ns := o.spec.Namespace
-	t.cleanup = append(t.cleanup, func() {
-		// Clean up even when the run was interrupted.
-		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-		defer cancel()
-		fmt.Fprintf(stderr, "deleting namespace %s and its dataset\n", ns)
-		if err := dataset.Clean(cctx, cfg, ns, o.spec.Name, dataset.ProgressPrinter(stderr)); err != nil {
-			fmt.Fprintf(stderr, "clean up: %v\n", err)
-		}
-		if err := dataset.DeleteNamespace(cctx, cfg, ns); err != nil {
-			fmt.Fprintf(stderr, "clean up: %v\n", err)
-		}
-	})
-	if err := o.seedDataset(ctx, cfg, stderr); err != nil {
-		return t, err
-	}
-	return t, checkAccess(ctx, cfg, o.resources, ns)
-}
-
-func (o *runOptions) seedDataset(ctx context.Context, cfg *rest.Config, stderr io.Writer) error {
-	spec := o.spec
-	spec.Name = "standard"
-	spec.Progress = dataset.ProgressPrinter(stderr)
-	fmt.Fprintf(stderr, "seeding namespace %s: %d pods, %d configmaps, %d secrets, %d widgets\n", spec.Namespace, spec.Pods, spec.ConfigMaps, spec.Secrets, spec.Widgets)
-	start := time.Now()
-	if err := dataset.Seed(ctx, cfg, spec); err != nil {
-		return fmt.Errorf("seed: %w", err)
-	}
-	fmt.Fprintf(stderr, "seeded in %s\n", time.Since(start).Round(100*time.Millisecond))
-	o.spec.Name = spec.Name
-	return nil
-}
-
-// datasets measures the mean object sizes of each resource cached. A failure
-// only loses the sizes, not the run.
-func (o *runOptions) datasets(ctx context.Context, t target, stderr io.Writer) []bench.Dataset {
-	var out []bench.Dataset
-	selector := ""
-	if o.spec.Name != "" {
-		selector = dataset.LabelDataset + "=" + o.spec.Name
-	}
-	for _, gvr := range o.resources {
-		sizes, err := dataset.Measure(ctx, t.config, gvr, o.spec.Namespace, selector)
-		if err != nil {
-			fmt.Fprintf(stderr, "measure %s sizes: %v\n", gvr.Resource, err)
-		}
-		out = append(out, bench.Dataset{
-			Resource: gvr.Resource, Namespace: o.spec.Namespace, Count: sizes.Count,
-			JSONBytes: sizes.JSON, ProtobufBytes: sizes.Protobuf, ManagedFieldsBytes: sizes.ManagedFields,
-			LastAppliedBytes: sizes.LastApplied, Seeded: o.spec.Name != "",
-		})
-		line := fmt.Sprintf("%s: %d objects, mean %.1f KB JSON", gvr.Resource, sizes.Count, sizes.JSON/1000)
-		if sizes.Protobuf > 0 {
-			line += fmt.Sprintf(", %.1f KB protobuf", sizes.Protobuf/1000)
-		}
-		fmt.Fprintln(stderr, line)
-	}
-	// The parent's own heap is not measured, but it shares the machine with the
-	// children: give back what listing every object took.
-	debug.FreeOSMemory()
-	return out
-}
-
-func (o *runOptions) environment(t target) bench.Environment {
-	env := bench.Environment{
-		Target: t.name, GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU(),
-		GOGC: o.gogc, GOMEMLIMIT: o.gomemlimit,
-	}
-	if env.GOGC == "" {
-		env.GOGC = os.Getenv("GOGC")
-	}
-	if env.GOMEMLIMIT == "" {
-		env.GOMEMLIMIT = os.Getenv("GOMEMLIMIT")
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, d := range bi.Deps {
-			if d.Path == "k8s.io/client-go" {
-				env.ClientGo = d.Version
-			}
-		}
-	}
-	if dc, err := discovery.NewDiscoveryClientForConfig(t.config); err == nil {
-		if v, err := dc.ServerVersion(); err == nil {
-			env.ServerVersion = v.GitVersion
-		}
-	}
-	return env
-}
-
-func (o *runOptions) writeReports(r bench.Report, stdout, stderr io.Writer) error {
-	write := func(path string, f func(io.Writer, bench.Report) error) error {
-		if path == "-" {
-			return f(stdout, r)
-		}
-		file, err := os.Create(path)
-		if err != nil {
-			return err
-		}
-		if err := f(file, r); err != nil {
-			file.Close()
-			return fmt.Errorf("write %s: %w", path, err)
-		}
-		if err := file.Close(); err != nil {
-			return err
-		}
-		fmt.Fprintf(stderr, "wrote %s\n", path)
-		return nil
-	}
-	paths := []struct {
-		path string
-		f    func(io.Writer, bench.Report) error
-	}{
-		{filepath.Join(o.outDir, "cachebench.json"), bench.WriteJSON},
-		{filepath.Join(o.outDir, "cachebench.html"), bench.WriteHTML},
-		{o.jsonPath, bench.WriteJSON},
-		{o.htmlPath, bench.WriteHTML},
-	}
-	for _, p := range paths {
-		if p.path == "" {
-			continue
-		}
-		if err := write(p.path, p.f); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// proxyServer adapts the fault proxy to what bench needs.
-type proxyServer struct {
-	p         *faults.Proxy
-	namespace string
-}
-
-func (s proxyServer) EndWatches(resource string) int {
-	return s.p.EndWatches(faults.Match{Resource: resource, Namespace: s.namespace}, faults.Gone())
-}
-
-func (s proxyServer) ResetCounts() { s.p.ResetCounts() }
-
-func (s proxyServer) Counts(resource string) bench.Requests {
-	c := s.p.Counts().ByResourceVerb[resource]
-	return bench.Requests{List: c[faults.List], WatchList: c[faults.WatchList], Watch: c[faults.Watch]}
-}
-
-func randomSuffix() string {
-	b := make([]byte, 3)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }

@@ -3,8 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,6 +16,7 @@ import (
 
 	"github.com/cachetune/cachetune/internal/bench"
 	"github.com/cachetune/cachetune/internal/leakcheck"
+	"github.com/cachetune/cachetune/pkg/dataset"
 	"github.com/cachetune/cachetune/pkg/testapiserver"
 )
 
@@ -53,7 +57,22 @@ func TestRunFlagErrors(t *testing.T) {
 		{[]string{"run", "--kubeconfig", "k", "--keep-server"}, "--keep-server applies to the local server"},
 		{[]string{"run", "--pods", "0"}, "nothing to measure"},
 		{[]string{"run", "extra"}, `unexpected argument "extra"`},
+		{[]string{"run", "--churn", "0,2"}, "--churn takes fractions between 0 and 1"},
+		{[]string{"run", "--churn", "some"}, "--churn takes fractions between 0 and 1"},
+		{[]string{"run", "--relists", "3", "--churn", "0,0.1"}, "--relists 3 with 2 --churn levels"},
+		{[]string{"run", "--kubeconfig", "k", "--churn", "0,0.1"}, "--churn writes to the cluster"},
+		{[]string{"run", "--kubeconfig", "k", "--seed", "--nodes", "3"}, "--nodes writes Node objects"},
+		{[]string{"run", "--sizes", "100,0"}, "--sizes takes positive Pod counts"},
+		{[]string{"run", "--sizes", "100,200", "--pods", "5"}, "--sizes sets the Pod counts"},
+		{[]string{"run", "--kubeconfig", "k", "--sizes", "100"}, "--sizes seeds a dataset"},
+		{[]string{"run", "--pod-shape", "square"}, `unknown pod shape "square"`},
+		{[]string{"run", "--dataset", "huge"}, "--dataset must be standard or mixed"},
+		{[]string{"run", "--server-pid", "12"}, "--server-pid needs --kubeconfig"},
+		{[]string{"run", "--resources", "pods,widgets", "--together", "--modes", "client-go/metadata*/stream,leanstore/metadata-lean/stream"}, ""},
 	} {
+		if tc.want == "" {
+			continue // valid: checked by TestRunFlagsValid
+		}
 		code, _, stderr := cachebench(t, tc.args...)
 		if code != 2 || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q; want exit 2 and %q", tc.args, code, stderr, tc.want)
@@ -61,6 +80,50 @@ func TestRunFlagErrors(t *testing.T) {
 		if first := strings.SplitN(stderr, "\n", 2)[0]; !strings.Contains(first, tc.want) {
 			t.Errorf("%v: the error is not on the first line: %q", tc.args, stderr)
 		}
+	}
+}
+
+// TestRunFlagsValid checks what valid flags make of the plan and the jobs.
+func TestRunFlagsValid(t *testing.T) {
+	parse := func(args ...string) runOptions {
+		t.Helper()
+		o, _, err := parseRunFlags(args, io.Discard)
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		return o
+	}
+	if o := parse(); !slices.Equal(o.plan.Churn, []float64{0, 0.1}) || o.plan.Relists != 2 {
+		t.Errorf("default churn %v over %d re-lists, want 0, 0.1 over 2", o.plan.Churn, o.plan.Relists)
+	}
+	if o := parse("--relists", "3"); !slices.Equal(o.plan.Churn, []float64{0, 0, 0}) {
+		t.Errorf("--relists 3 gives churn %v, want three re-lists without changes", o.plan.Churn)
+	}
+	if o := parse("--churn", "0,0.1,1"); o.plan.Relists != 3 {
+		t.Errorf("--churn 0,0.1,1 gives %d re-lists", o.plan.Relists)
+	}
+	if o := parse("--kubeconfig", "k"); slices.ContainsFunc(o.plan.Churn, func(c float64) bool { return c > 0 }) {
+		t.Errorf("a read-only cluster run changes objects: churn %v", o.plan.Churn)
+	}
+	m := parse("--dataset", "mixed", "--pods", "1000", "--namespace", "ns", "--modes", "client-go/typed-strip-mf-la/stream,client-go/metadata/stream,leanstore/*/stream")
+	if !m.together || m.spec.ConfigMaps != 200 || m.spec.Nodes != 10 || len(m.resources) != 5 {
+		t.Errorf("--dataset mixed: together %v, spec %+v, %d resources", m.together, m.spec, len(m.resources))
+	}
+	if jobs := m.jobs(); len(jobs) != len(m.modes) || len(jobs[0].refs) != 5 {
+		t.Errorf("--dataset mixed: %d jobs for %d modes, %d resources in the first", len(jobs), len(m.modes), len(jobs[0].refs))
+	}
+	for _, j := range m.jobs() {
+		for _, r := range j.refs {
+			if (r.Namespace == "") != (r.Resource == "nodes") {
+				t.Errorf("%s: %s in namespace %q", j.mode.Name, r.Resource, r.Namespace)
+			}
+		}
+	}
+	if o := parse("--sizes", "30000,1000,10000,1000"); !slices.Equal(o.sizes, []int{1000, 10000, 30000}) || o.spec.Pods != 1000 {
+		t.Errorf("--sizes: %v, first %d pods", o.sizes, o.spec.Pods)
+	}
+	if o := parse("--pod-shape", "unique"); o.spec.PodShape != dataset.PodsUnique {
+		t.Errorf("--pod-shape unique: %q", o.spec.PodShape)
 	}
 }
 
@@ -138,9 +201,10 @@ func TestRunEndToEnd(t *testing.T) {
 	leakcheck.Check(t)
 	out := t.TempDir()
 	jsonPath, htmlPath := filepath.Join(out, "r.json"), filepath.Join(out, "r.html")
+	profiles := filepath.Join(out, "profiles")
 	code, stdout, stderr := cachebench(t, "run",
-		"--kubeconfig", kubeconfigFor(t, testapiserver.AdminUser, ""), "--seed", "--pods", "300",
-		"--modes", "client-go/typed/stream,client-go/metadata/list",
+		"--kubeconfig", kubeconfigFor(t, testapiserver.AdminUser, ""), "--seed", "--pods", "300", "--server-pid", fmt.Sprint(srv.PID),
+		"--modes", "client-go/typed/stream,client-go/metadata/list,leanstore/typed-lean/list", "--cpu-profiles", profiles,
 		"--idle", "500ms", "--settle", "500ms", "--out", out, "--json", jsonPath, "--html", htmlPath)
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
@@ -163,10 +227,15 @@ func TestRunEndToEnd(t *testing.T) {
 		// A sync and two re-lists: three list requests of the mode's kind.
 		"client-go/typed/stream":  {WatchList: 3},
 		"client-go/metadata/list": {List: 3, Watch: 3},
+		// Pages of 500: one page per list.
+		"leanstore/typed-lean/list": {List: 3, Watch: 3},
 	}
-	if len(r.Results) != 2 {
-		t.Fatalf("%d results, want 2", len(r.Results))
+	if len(r.Results) != 3 {
+		t.Fatalf("%d results, want 3", len(r.Results))
 	}
+	// The default churn: the second re-list follows a tenth of the Pods
+	// changed, a hundredth created and deleted.
+	wantChanges := []dataset.Changes{{}, {Updated: 30, Created: 3, Deleted: 3}}
 	for _, res := range r.Results {
 		if res.Error != "" {
 			t.Errorf("%s: %s", res.Mode, res.Error)
@@ -187,10 +256,34 @@ func TestRunEndToEnd(t *testing.T) {
 		if got.List != want.List || got.WatchList != want.WatchList || (want.Watch > 0 && got.Watch < want.Watch) {
 			t.Errorf("%s: the server saw %+v, want %+v", res.Mode, got, want)
 		}
-		for _, rl := range res.Relists {
-			if rl.Error != "" || rl.WatchesEnded == 0 || rl.Updates < 300 {
-				t.Errorf("%s re-list %d: error %q, %d watches ended, %d updates", res.Mode, rl.Index, rl.Error, rl.WatchesEnded, rl.Updates)
+		leanstore := strings.HasPrefix(res.Mode, "leanstore/")
+		for i, rl := range res.Relists {
+			ch := wantChanges[i]
+			if rl.Error != "" || rl.WatchesEnded == 0 || rl.Changes != ch {
+				t.Errorf("%s re-list %d: error %q, %d watches ended, changes %+v (want %+v)", res.Mode, rl.Index, rl.Error, rl.WatchesEnded, rl.Changes, ch)
 			}
+			// Every change is delivered; client-go adds an update for every
+			// object it kept, leanstore none.
+			want := bench.Events{Updates: 300 - ch.Deleted, Adds: ch.Created, Deletes: ch.Deleted}
+			if leanstore {
+				want.Updates = ch.Updated
+			}
+			if rl.Delivered != want {
+				t.Errorf("%s re-list %d: delivered %+v, want %+v", res.Mode, rl.Index, rl.Delivered, want)
+			}
+			w := rl.Window
+			if w.CPUSeconds <= 0 || w.Server == nil || w.Server.CPUSeconds <= 0 || w.Server.PeakRSS == 0 || w.Server.Storage == nil {
+				t.Errorf("%s re-list %d: CPU %v s, server %+v: want the child's CPU and the server's cost", res.Mode, rl.Index, w.CPUSeconds, w.Server)
+			}
+		}
+		s := res.InitialSync
+		if s.CPUSeconds <= 0 || s.Server == nil || s.Server.CPUSeconds <= 0 || s.Server.Storage == nil {
+			t.Errorf("%s: sync CPU %v s, server %+v: want the child's CPU and the server's cost", res.Mode, s.CPUSeconds, s.Server)
+		} else if st := s.Server.Storage; st.CacheObjects+st.EtcdObjects+st.StreamObjects < 300 {
+			t.Errorf("%s: the server read %+v for the sync of 300 pods", res.Mode, *st)
+		}
+		if _, err := os.Stat(filepath.Join(profiles, strings.ReplaceAll(res.Mode, "/", "_")+".pods.sync.pprof")); err != nil {
+			t.Errorf("%s: no CPU profile of the sync: %v", res.Mode, err)
 		}
 		if len(res.Relists) != 2 {
 			t.Errorf("%s: %d re-lists, want 2", res.Mode, len(res.Relists))
@@ -199,7 +292,7 @@ func TestRunEndToEnd(t *testing.T) {
 			t.Errorf("%s: received %d bytes, less than 300 Pods' worth", res.Mode, res.BytesReceived)
 		}
 	}
-	for _, want := range []string{"client-go/typed/stream", "streaming 3", "client-go/metadata/list", "LIST 3", "KB per object"} {
+	for _, want := range []string{"client-go/typed/stream", "streaming 3", "client-go/metadata/list", "LIST 3", "KB per object", "delivered upd/add/del", "30/3/3"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("the table does not show %q", want)
 		}
@@ -216,5 +309,93 @@ func TestRunEndToEnd(t *testing.T) {
 	pods, err := srv.Clientset().CoreV1().Pods(r.Datasets[0].Namespace).List(context.Background(), metav1.ListOptions{})
 	if err != nil || len(pods.Items) != 0 {
 		t.Errorf("after the run: %v, %d pods left in %s", err, len(pods.Items), r.Datasets[0].Namespace)
+	}
+}
+
+// TestRunTogetherAndScale runs a mixed dataset cached together in each mode's
+// process (typed modes take the Widgets with a dynamic informer), at two
+// sizes, with changes before the re-list.
+func TestRunTogetherAndScale(t *testing.T) {
+	if srv == nil {
+		t.Skip("needs the local kube-apiserver")
+	}
+	leakcheck.Check(t)
+	out := t.TempDir()
+	jsonPath, htmlPath := filepath.Join(out, "r.json"), filepath.Join(out, "r.html")
+	code, stdout, stderr := cachebench(t, "run",
+		"--kubeconfig", kubeconfigFor(t, testapiserver.AdminUser, ""), "--seed", "--dataset", "mixed", "--sizes", "100,200",
+		"--modes", "client-go/typed-strip-mf-la/stream,leanstore/typed-strip-mf-la/stream", "--churn", "0.5",
+		"--idle", "200ms", "--settle", "300ms", "--out", out, "--json", jsonPath, "--html", htmlPath)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	t.Logf("stderr:\n%s\nstdout:\n%s", stderr, stdout)
+	f, err := os.Open(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	r, err := bench.ReadJSON(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Results) != 4 {
+		t.Fatalf("%d results, want 2 modes at 2 sizes", len(r.Results))
+	}
+	for i, res := range r.Results {
+		// 100 pods, 20 configmaps, 10 secrets, 5 widgets; no Nodes on a
+		// cluster reached by kubeconfig.
+		objects := []int{135, 135, 270, 270}[i]
+		if res.Error != "" || res.Resource != "pods,configmaps,secrets,widgets" || res.Objects != objects {
+			t.Errorf("%s: error %q, resources %s, %d objects; want %d", res.Mode, res.Error, res.Resource, res.Objects, objects)
+		}
+		if len(res.Relists) != 1 {
+			t.Fatalf("%s: %d re-lists", res.Mode, len(res.Relists))
+		}
+		rl := res.Relists[0]
+		if rl.Changes.Updated < objects/2-10 || rl.Missed() != 0 || rl.Error != "" {
+			t.Errorf("%s: re-list changes %+v, delivered %+v, error %q", res.Mode, rl.Changes, rl.Delivered, rl.Error)
+		}
+	}
+	html, err := os.ReadFile(htmlPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Against dataset size", "client-go and leanstore, side by side"} {
+		if !strings.Contains(string(html), want) {
+			t.Errorf("the HTML report has no %q", want)
+		}
+	}
+}
+
+// TestProjectRoom checks the scale run's memory projection with the figures
+// of a run measured here at 30,000 Pods: the server held 9.3 GiB, client-go's
+// stripped typed cache peaked at 2 GiB, leanstore's lean one at 0.2 GiB.
+func TestProjectRoom(t *testing.T) {
+	gib := func(g float64) uint64 { return uint64(g * (1 << 30)) }
+	res := func(mode string, child, server float64) bench.Result {
+		return bench.Result{Mode: mode, Objects: 30000,
+			Whole: bench.Window{PeakRSS: gib(child), Server: &bench.ServerCost{PeakRSS: gib(server)}}}
+	}
+	last := []bench.Result{res("client-go/typed-strip-mf-la/stream", 2, 9.3), res("leanstore/typed-lean/stream", 0.2, 9.1)}
+	// On a machine of 23.5 GiB with 5 GiB available beside the server: 100,000
+	// Pods do not fit.
+	r := projectRoom(last, 30000, 100000, gib(5), gib(9.3))
+	if ok, why := r.serverFits(); ok || !strings.Contains(why, "the server would need about 31.0 GiB") {
+		t.Errorf("100,000 pods fit (%v): %s", ok, why)
+	}
+	// With room for the server, the small mode fits and the large one not.
+	r = projectRoom(last, 30000, 60000, gib(12), gib(9.3))
+	if ok, why := r.serverFits(); !ok {
+		t.Errorf("the server does not fit: %s", why)
+	}
+	if ok, _ := r.modeFits("leanstore/typed-lean/stream"); !ok {
+		t.Error("leanstore's lean mode at 0.4 GiB does not fit")
+	}
+	if ok, why := r.modeFits("client-go/typed-strip-mf-la/stream"); ok || !strings.Contains(why, "about 4.0 GiB") {
+		t.Errorf("client-go's 4 GiB mode fits (%v): %s", ok, why)
+	}
+	if ok, _ := r.modeFits("never/measured"); !ok {
+		t.Error("a mode without a previous size is left out")
 	}
 }

@@ -9,20 +9,22 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
+
+	"github.com/cachetune/cachetune/pkg/dataset"
 )
 
 // Server is the parent's hold on the traffic between a child and the API
 // server: in cachebench, a fault proxy (pkg/faults).
 type Server interface {
 	// EndWatches ends the live watch streams (watches and streaming lists) of
-	// resource with a 410 Gone and returns how many it ended.
-	EndWatches(resource string) int
+	// a resource with a 410 Gone and returns how many it ended.
+	EndWatches(r ResourceRef) int
 	// ResetCounts starts counting requests afresh.
 	ResetCounts()
 	// Counts returns the list-path requests for resource since ResetCounts.
@@ -33,17 +35,93 @@ type Server interface {
 type ChildSpec struct {
 	// Command runs `cachebench child` (or anything that calls ServeChild). Its
 	// stdin, stdout and environment are set by RunChild; Stderr is kept.
-	Command   *exec.Cmd
-	Mode      Mode
-	Resource  schema.GroupVersionResource
-	Namespace string
+	Command *exec.Cmd
+	Mode    Mode
+	// Resources are cached together in the child; usually there is one.
+	Resources []ResourceRef
 	// Config reaches the server through the proxy.
 	Config *rest.Config
 	Plan   Plan
 	// Env is added to the child's environment (GOGC, GOMEMLIMIT).
 	Env []string
+	// Churn, when set, writes the changes of a re-list (Plan.Churn) to every
+	// resource, directly to the server, while the child's re-list waits, and
+	// returns what it wrote.
+	Churn func(ctx context.Context, fraction float64) (dataset.Changes, error)
+	// ServerPID, when not 0, is the API server's process, whose CPU time and
+	// RSS are read for each window.
+	ServerPID int
+	// ServerMetrics, when set, reads the server's storage counters for the
+	// resources, before and after each window.
+	ServerMetrics func(ctx context.Context) (StorageCounts, error)
+	// CPUProfile, when set, is a file for a CPU profile of the child's sync.
+	CPUProfile string
 	// Events, when set, receives the child's progress.
 	Events func(Event)
+}
+
+// storageMarks are the server's storage counters read at the edges of the
+// child's windows: before the child starts, when it asks for each re-list
+// (its previous window has ended), once that re-list's changes are written
+// (its window is about to start), and after its result.
+type storageMarks struct {
+	read   func(ctx context.Context) (StorageCounts, error)
+	start  *StorageCounts
+	asked  []*StorageCounts // index k-1: when re-list k was asked for
+	ready  []*StorageCounts // index k-1: when re-list k was let go
+	finish *StorageCounts
+}
+
+func (m *storageMarks) take(ctx context.Context) *StorageCounts {
+	if m.read == nil {
+		return nil
+	}
+	c, err := m.read(ctx)
+	if err != nil {
+		return nil
+	}
+	return &c
+}
+
+func diff(to, from *StorageCounts) *StorageCounts {
+	if to == nil || from == nil {
+		return nil
+	}
+	d := to.sub(*from)
+	return &d
+}
+
+// attach fills in the server's cost of each window of res.
+func (m *storageMarks) attach(res *Result, sampler *serverSampler) {
+	at := func(sec float64) time.Time { return res.Started.Add(time.Duration(sec * float64(time.Second))) }
+	cost := func(w Window) *ServerCost {
+		if sampler == nil {
+			return nil
+		}
+		c := sampler.cost(at(w.StartSeconds), at(w.EndSeconds))
+		return &c
+	}
+	end := func(k int) *StorageCounts { // the mark after window k (0: the sync)
+		if k < len(m.asked) {
+			return m.asked[k]
+		}
+		return m.finish
+	}
+	res.InitialSync.Server = cost(res.InitialSync)
+	res.Idle.Server = cost(res.Idle)
+	res.Whole.Server = cost(res.Whole)
+	if s := diff(end(0), m.start); s != nil && res.InitialSync.Server != nil {
+		res.InitialSync.Server.Storage = s
+	}
+	for i := range res.Relists {
+		w := &res.Relists[i].Window
+		w.Server = cost(*w)
+		if i < len(m.ready) {
+			if s := diff(end(i+1), m.ready[i]); s != nil && w.Server != nil {
+				w.Server.Storage = s
+			}
+		}
+	}
 }
 
 // endWatchWait bounds how long the parent waits for the child's watch to be
@@ -55,7 +133,7 @@ const endWatchWait = 15 * time.Second
 // requests the server saw filled in. A failed child gives an error and, when
 // the child got that far, a partial result.
 func RunChild(ctx context.Context, spec ChildSpec, srv Server) (Result, error) {
-	res := Result{Mode: spec.Mode.Name, Title: spec.Mode.Title, Resource: spec.Resource.Resource, Streaming: spec.Mode.Streaming}
+	res := Result{Mode: spec.Mode.Name, Title: spec.Mode.Title, Resource: resourceNames(spec.Resources), Streaming: spec.Mode.Streaming}
 	cc, err := clientConfigOf(spec.Config)
 	if err != nil {
 		return res, err
@@ -72,6 +150,15 @@ func RunChild(ctx context.Context, spec ChildSpec, srv Server) (Result, error) {
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return res, err
+	}
+	marks := &storageMarks{read: spec.ServerMetrics}
+	marks.start = marks.take(ctx)
+	var sampler *serverSampler
+	if spec.ServerPID != 0 {
+		if sampler, err = startServerSampler(ctx, spec.ServerPID); err != nil {
+			return res, fmt.Errorf("read the API server's process: %w", err)
+		}
+		defer sampler.stop()
 	}
 	srv.ResetCounts()
 	if err := cmd.Start(); err != nil {
@@ -105,21 +192,26 @@ func RunChild(ctx context.Context, spec ChildSpec, srv Server) (Result, error) {
 	defer close(done)
 
 	err = send(parentLine{Start: &startLine{
-		Mode: spec.Mode.Name, Resource: spec.Resource, Namespace: spec.Namespace, Config: cc, Plan: spec.Plan,
+		Mode: spec.Mode.Name, Resources: spec.Resources, Config: cc, Plan: spec.Plan, CPUProfile: spec.CPUProfile,
 	}})
 	var result *Result
 	var childErr string
 	if err == nil {
-		result, childErr, err = converse(ctx, stdout, spec, srv, send)
+		result, childErr, err = converse(ctx, stdout, spec, srv, send, marks)
 	}
 	closeStdin()
 	waitErr := cmd.Wait()
-	res.ListPath.Server = srv.Counts(spec.Resource.Resource)
+	marks.finish = marks.take(ctx)
+	var server Requests
+	for _, r := range spec.Resources {
+		server = server.add(srv.Counts(r.Resource))
+	}
+	res.ListPath.Server = server
 	switch {
 	case result != nil:
-		server := res.ListPath.Server
 		res = *result
 		res.ListPath.Server = server
+		marks.attach(&res, sampler)
 		return res, nil
 	case childErr != "":
 		return res, fmt.Errorf("mode %s: %s", spec.Mode.Name, childErr)
@@ -134,8 +226,8 @@ func RunChild(ctx context.Context, spec ChildSpec, srv Server) (Result, error) {
 }
 
 // converse reads the child's lines until its result or error, ending watches
-// when it asks for a re-list.
-func converse(ctx context.Context, stdout io.Reader, spec ChildSpec, srv Server, send func(parentLine) error) (*Result, string, error) {
+// and writing the changes when it asks for a re-list.
+func converse(ctx context.Context, stdout io.Reader, spec ChildSpec, srv Server, send func(parentLine) error, marks *storageMarks) (*Result, string, error) {
 	sc := bufio.NewScanner(stdout)
 	sc.Buffer(make([]byte, 64<<10), 64<<20) // a result line carries the series
 	for sc.Scan() {
@@ -151,11 +243,24 @@ func converse(ctx context.Context, stdout io.Reader, spec ChildSpec, srv Server,
 		case l.Event != nil && spec.Events != nil:
 			spec.Events(*l.Event)
 		case l.RelistReady > 0:
-			reply := relistReply{Index: l.RelistReady}
-			reply.Ended = endWatches(ctx, srv, spec.Resource.Resource)
-			if reply.Ended == 0 {
-				reply.Error = fmt.Sprintf("no open watch on %s to end within %s", spec.Resource.Resource, endWatchWait)
+			k := l.RelistReady
+			marks.asked = append(marks.asked, marks.take(ctx))
+			reply := relistReply{Index: k}
+			for _, r := range spec.Resources {
+				n := endWatches(ctx, srv, r)
+				if n == 0 && reply.Error == "" {
+					reply.Error = fmt.Sprintf("no open watch on %s to end within %s", r.Resource, endWatchWait)
+				}
+				reply.Ended += n
 			}
+			if f := spec.Plan.ChurnAt(k); reply.Error == "" && f > 0 && spec.Churn != nil {
+				changes, err := spec.Churn(ctx, f)
+				reply.Changes = changes
+				if err != nil {
+					reply.Error = fmt.Sprintf("write the changes before re-list %d: %v", k, err)
+				}
+			}
+			marks.ready = append(marks.ready, marks.take(ctx))
 			if err := send(parentLine{Relist: &reply}); err != nil {
 				return nil, "", err
 			}
@@ -165,16 +270,24 @@ func converse(ctx context.Context, stdout io.Reader, spec ChildSpec, srv Server,
 }
 
 // endWatches ends the resource's watches, waiting for one to be open.
-func endWatches(ctx context.Context, srv Server, resource string) int {
+func endWatches(ctx context.Context, srv Server, r ResourceRef) int {
 	deadline := time.Now().Add(endWatchWait)
 	for {
-		if n := srv.EndWatches(resource); n > 0 || time.Now().After(deadline) {
+		if n := srv.EndWatches(r); n > 0 || time.Now().After(deadline) {
 			return n
 		}
 		if sleep(ctx, 50*time.Millisecond) != nil {
 			return 0
 		}
 	}
+}
+
+func resourceNames(refs []ResourceRef) string {
+	var names []string
+	for _, r := range refs {
+		names = append(names, r.Resource)
+	}
+	return strings.Join(names, ",")
 }
 
 func truncate(s string, n int) string {

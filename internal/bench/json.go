@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,16 +15,27 @@ func WriteJSON(w io.Writer, r Report) error {
 	return enc.Encode(r)
 }
 
-// ReadJSON reads a report written by WriteJSON.
+// ReadJSON reads a report written by WriteJSON, of this schema or of schema 1
+// (whose reports lack churn, CPU and server costs: they read as zero).
 func ReadJSON(rd io.Reader) (Report, error) {
+	data, err := io.ReadAll(rd)
+	if err != nil {
+		return Report{}, err
+	}
+	var head struct {
+		Schema int `json:"schema"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return Report{}, fmt.Errorf("decode report: %w", err)
+	}
+	if head.Schema != ReportSchema && head.Schema != 1 {
+		return Report{}, fmt.Errorf("report schema %d, this cachebench reads schemas 1 and %d", head.Schema, ReportSchema)
+	}
 	var r Report
-	dec := json.NewDecoder(rd)
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&r); err != nil {
 		return r, fmt.Errorf("decode report: %w", err)
-	}
-	if r.Schema != ReportSchema {
-		return r, fmt.Errorf("report schema %d, this cachebench reads schema %d", r.Schema, ReportSchema)
 	}
 	return r, nil
 }

@@ -5,29 +5,45 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"runtime"
 	"runtime/metrics"
+	"runtime/pprof"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 
+	"github.com/cachetune/cachetune/pkg/dataset"
 	"github.com/cachetune/cachetune/pkg/profile"
 )
 
 // MeasureSpec is one measurement of one mode.
 type MeasureSpec struct {
-	Mode      Mode
-	Config    *rest.Config
-	Namespace string
-	Resource  schema.GroupVersionResource
+	Mode   Mode
+	Config *rest.Config
+	// Resources are cached together, each with its own informer, in this
+	// process; usually there is one.
+	Resources []ResourceRef
 	Plan      Plan
 	// Relist asks for the re-list with this index (from 1) to be forced, and
-	// returns once the watch has been ended, with the number of watches ended.
-	Relist func(ctx context.Context, index int) (int, error)
+	// returns once the watches have been ended and the changes planned for
+	// it written (the list-path requests the 410 sets off are held meanwhile).
+	Relist func(ctx context.Context, index int) (RelistAnswer, error)
+	// CPUProfile, when set, is a file to write a CPU profile of the initial
+	// sync to (from the informers' start to HasSynced).
+	CPUProfile string
 	// Events, when set, receives progress.
 	Events func(Event)
+}
+
+// RelistAnswer is what the parent did for a re-list: the watches it ended and
+// the changes it wrote before letting the re-list go.
+type RelistAnswer struct {
+	Ended   int             `json:"ended"`
+	Changes dataset.Changes `json:"changes"`
 }
 
 // Event is progress from a measurement.
@@ -39,6 +55,9 @@ type Event struct {
 	Seconds float64 `json:"seconds,omitempty"`
 	// PeakRatio is the window's peak heap over the live heap.
 	PeakRatio float64 `json:"peakRatio,omitempty"`
+	// Changes are those written before a re-list; Delivered what it delivered.
+	Changes   *dataset.Changes `json:"changes,omitempty"`
+	Delivered *Events          `json:"delivered,omitempty"`
 	// Error is set on a re-list that failed.
 	Error string `json:"error,omitempty"`
 }
@@ -51,13 +70,22 @@ func (h *handlerCounts) OnAdd(any, bool)   { h.adds.Add(1) }
 func (h *handlerCounts) OnUpdate(any, any) { h.updates.Add(1) }
 func (h *handlerCounts) OnDelete(any)      { h.deletes.Add(1) }
 
-// delivered counts adds and updates: after a re-list, an object that is new to
-// the store arrives as an add.
-func (h *handlerCounts) delivered() int64 { return h.updates.Load() + h.adds.Load() }
+func (h *handlerCounts) events() Events {
+	return Events{Adds: int(h.adds.Load()), Updates: int(h.updates.Load()), Deletes: int(h.deletes.Load())}
+}
+
+func (e Events) sub(o Events) Events {
+	return Events{Adds: e.Adds - o.Adds, Updates: e.Updates - o.Updates, Deletes: e.Deletes - o.Deletes}
+}
 
 // pollEvery is how often the measurement checks for a sync or a finished
 // re-list: often enough to time a sync of a few hundred milliseconds.
 const pollEvery = 5 * time.Millisecond
+
+// deliverWait bounds how long a library that reports its lists (leanstore)
+// may take, after reporting a re-list complete, to deliver the changes it
+// found: longer means changes were lost, which the re-list reports.
+var deliverWait = 10 * time.Second
 
 // Measure runs one mode in this process and measures it: the sync, an idle
 // window, and the forced re-lists. It is what a child process runs; heaps of
@@ -68,7 +96,14 @@ func Measure(ctx context.Context, spec MeasureSpec) (res Result, err error) {
 	if err := plan.Validate(); err != nil {
 		return res, err
 	}
-	res = Result{Mode: spec.Mode.Name, Title: spec.Mode.Title, Resource: spec.Resource.Resource, Streaming: spec.Mode.Streaming}
+	if len(spec.Resources) == 0 {
+		return res, errors.New("no resource to cache")
+	}
+	var names []string
+	for _, r := range spec.Resources {
+		names = append(names, r.Resource)
+	}
+	res = Result{Mode: spec.Mode.Name, Title: spec.Mode.Title, Resource: strings.Join(names, ","), Streaming: spec.Mode.Streaming}
 	emit := func(e Event) {
 		if spec.Events != nil {
 			spec.Events(e)
@@ -78,8 +113,10 @@ func Measure(ctx context.Context, spec MeasureSpec) (res Result, err error) {
 	defer cancel()
 
 	start := time.Now()
+	res.Started = start
 	since := func() time.Duration { return time.Since(start) }
-	traffic := newTraffic(start, spec.Resource.Resource)
+	traffic := newTraffic(start, names...)
+	defer traffic.release()
 	cfg := rest.CopyConfig(spec.Config)
 	prev := cfg.WrapTransport
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
@@ -110,29 +147,47 @@ func Measure(ctx context.Context, spec MeasureSpec) (res Result, err error) {
 			markers = append(markers, Marker{Seconds: t.Seconds(), Label: label})
 		}
 	)
-	rt0 := profile.ReadRuntime()
+	stopProfile := func() {}
+	if spec.CPUProfile != "" {
+		f, err := os.Create(spec.CPUProfile)
+		if err != nil {
+			return res, err
+		}
+		defer func() { _ = f.Close() }() // a profile that fails to close loses only itself
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return res, fmt.Errorf("start a CPU profile: %w", err)
+		}
+		stopProfile = sync.OnceFunc(pprof.StopCPUProfile)
+		defer stopProfile()
+	}
+	rt0, cpu0 := profile.ReadRuntime(), selfCPU()
 	t0 := since()
 	emit(Event{Kind: "syncing"})
-	c, err := spec.Mode.Start(ctx, Env{
-		Config: cfg, Namespace: spec.Namespace, Resource: spec.Resource, Handler: &h, Streaming: spec.Mode.Streaming,
-	})
-	if err != nil {
-		return res, fmt.Errorf("start mode %s: %w", spec.Mode.Name, err)
-	}
-	stopped := false
-	stopCache := func() {
-		if !stopped {
-			stopped = true
+	var caches []Cache
+	stopCaches := func() {
+		for _, c := range caches {
 			c.Stop()
 		}
+		caches = nil
 	}
-	defer stopCache()
+	defer func() { stopCaches() }()
+	for _, r := range spec.Resources {
+		c, err := spec.Mode.startCache(ctx, Env{
+			Config: cfg, Namespace: r.Namespace, Resource: r.GroupVersionResource, Handler: &h, Streaming: spec.Mode.Streaming,
+		})
+		if err != nil {
+			return res, fmt.Errorf("start mode %s for %s: %w", spec.Mode.Name, r.Resource, err)
+		}
+		caches = append(caches, c)
+	}
+	c := joined(caches)
 	mark(t0, "start")
 
 	if err := waitFor(ctx, plan.SyncTimeout.D(), c.HasSynced); err != nil {
-		return res, fmt.Errorf("sync %s of %s: %w", spec.Resource.Resource, spec.Mode.Name, err)
+		return res, fmt.Errorf("sync %s of %s: %w", res.Resource, spec.Mode.Name, err)
 	}
 	tSync := since()
+	stopProfile()
 	res.SyncSeconds = (tSync - t0).Seconds()
 	res.SyncBytes = traffic.bytes.Load()
 	res.Objects = c.Len()
@@ -141,7 +196,7 @@ func Measure(ctx context.Context, spec MeasureSpec) (res Result, err error) {
 	if err := sleep(ctx, plan.Settle.D()); err != nil {
 		return res, err
 	}
-	tInitEnd, rtInitEnd := since(), profile.ReadRuntime()
+	tInitEnd, rtInitEnd, cpuInitEnd := since(), profile.ReadRuntime(), selfCPU()
 	runtime.GC()
 	res.LiveHeap = heapObjects()
 	res.LiveRSS = openStatm().readAndClose()
@@ -149,46 +204,69 @@ func Measure(ctx context.Context, spec MeasureSpec) (res Result, err error) {
 		res.BytesPerObject = float64(res.LiveHeap-res.BaselineHeap) / float64(res.Objects)
 	}
 
-	tIdle0, rtIdle0 := since(), profile.ReadRuntime()
+	tIdle0, rtIdle0, cpuIdle0 := since(), profile.ReadRuntime(), selfCPU()
 	if err := sleep(ctx, plan.Idle.D()); err != nil {
 		return res, err
 	}
-	tIdle1, rtIdle1 := since(), profile.ReadRuntime()
+	tIdle1, rtIdle1, cpuIdle1 := since(), profile.ReadRuntime(), selfCPU()
 
 	type relistTimes struct {
-		t0, t1 time.Duration
-		rt0    profile.RuntimeSnapshot
-		rt1    profile.RuntimeSnapshot
+		t0, t1     time.Duration
+		rt0, rt1   profile.RuntimeSnapshot
+		cpu0, cpu1 time.Duration
 	}
 	times := make([]relistTimes, plan.Relists)
 	for k := 1; k <= plan.Relists; k++ {
-		rl := Relist{Index: k}
-		want := int64(c.Len())
-		base := h.delivered()
+		rl := Relist{Index: k, Churn: plan.ChurnAt(k)}
+		n0 := c.Len()
+		base := h.events()
 		lists0 := 0
 		if c.Lists != nil {
 			lists0 = c.Lists()
 		}
-		bytes0 := traffic.bytes.Load()
-		rtK0, tK0 := profile.ReadRuntime(), since()
-		mark(tK0, fmt.Sprintf("410 #%d", k))
+		// The re-list the 410 sets off waits in this process's transport
+		// until the parent has written the changes.
+		traffic.hold()
+		traffic.markList()
+		tGone := since()
+		mark(tGone, fmt.Sprintf("410 #%d", k))
 		emit(Event{Kind: "relist", Index: k})
-		ended, err := spec.Relist(ctx, k)
-		rl.WatchesEnded = ended
+		answer, err := spec.Relist(ctx, k)
+		rl.WatchesEnded, rl.Changes = answer.Ended, answer.Changes
+		bytes0 := traffic.bytes.Load()
+		rtK0, cpuK0, tK0 := profile.ReadRuntime(), selfCPU(), since()
+		traffic.release()
+		if tK0-tGone > 200*time.Millisecond {
+			mark(tK0, fmt.Sprintf("list #%d", k))
+		}
+		ch := answer.Changes
 		if err == nil {
 			err = waitFor(ctx, plan.RelistTimeout.D(), func() bool {
-				if c.Lists != nil {
-					return c.Lists() > lists0
+				got := h.events().sub(base)
+				switch {
+				case c.Lists != nil:
+					return c.Lists() >= lists0+len(caches)
+				case n0 == 0 && ch.Created == 0: // nothing to deliver: a new list request is the sign
+					return traffic.firstList.Load() != 0
 				}
-				if want == 0 { // nothing to deliver: a new list request is the sign
-					return traffic.lastList.Load() > int64(tK0)
-				}
-				return h.delivered()-base >= want
+				// client-go delivers an update for every object it keeps, an
+				// add for every new one, a delete for every one gone.
+				return got.Adds+got.Updates >= n0-ch.Deleted+ch.Created && got.Deletes >= ch.Deleted
+			})
+		}
+		if err == nil && c.Lists != nil {
+			// The library reported the list; its handlers may still be
+			// receiving the changes it found.
+			// A shortfall after deliverWait is reported below, as Missed.
+			_ = waitFor(ctx, deliverWait, func() bool {
+				got := h.events().sub(base)
+				return got.Adds >= ch.Created && got.Updates >= ch.Updated && got.Deletes >= ch.Deleted
 			})
 		}
 		tDone := since()
-		rl.Updates = int(h.delivered() - base)
-		if listAt := time.Duration(traffic.lastList.Load()); listAt > tK0 {
+		// From the first list request after the 410 (a held one counts from
+		// its release).
+		if listAt := time.Duration(traffic.firstList.Load()); listAt > tK0 {
 			rl.Seconds = (tDone - listAt).Seconds()
 		} else {
 			rl.Seconds = (tDone - tK0).Seconds()
@@ -201,19 +279,26 @@ func Measure(ctx context.Context, spec MeasureSpec) (res Result, err error) {
 		if serr := sleep(ctx, plan.Settle.D()); serr != nil {
 			return res, serr
 		}
-		tK1, rtK1 := since(), profile.ReadRuntime()
+		tK1, rtK1, cpuK1 := since(), profile.ReadRuntime(), selfCPU()
+		rl.Delivered = h.events().sub(base)
+		rl.Updates = rl.Delivered.Adds + rl.Delivered.Updates
+		if err == nil && rl.Missed() > 0 {
+			rl.Error = fmt.Sprintf("delivered %d adds, %d updates and %d deletes for %d objects created, %d updated and %d deleted",
+				rl.Delivered.Adds, rl.Delivered.Updates, rl.Delivered.Deletes, ch.Created, ch.Updated, ch.Deleted)
+		}
 		rl.BytesReceived = traffic.bytes.Load() - bytes0
 		runtime.GC()
 		rl.LiveHeapAfter = heapObjects()
-		times[k-1] = relistTimes{tK0, tK1, rtK0, rtK1}
+		times[k-1] = relistTimes{tK0, tK1, rtK0, rtK1, cpuK0, cpuK1}
 		res.Relists = append(res.Relists, rl)
 		peak, _ := sampler.Peak(tK0, tK1)
-		emit(Event{Kind: "relisted", Index: k, Seconds: rl.Seconds, PeakRatio: ratio(peak, res.LiveHeap), Error: rl.Error})
+		emit(Event{Kind: "relisted", Index: k, Seconds: rl.Seconds, PeakRatio: ratio(peak, res.LiveHeap), Changes: &rl.Changes,
+			Delivered: &rl.Delivered, Error: rl.Error})
 		if err != nil && ctx.Err() != nil {
 			return res, err
 		}
 	}
-	tEnd, rtEnd := since(), profile.ReadRuntime()
+	tEnd, rtEnd, cpuEnd := since(), profile.ReadRuntime(), selfCPU()
 	res.BytesReceived = traffic.bytes.Load()
 	res.ListPath.Client = traffic.requests()
 	res.ListPath.Library = "unknown"
@@ -222,26 +307,27 @@ func Measure(ctx context.Context, spec MeasureSpec) (res Result, err error) {
 			res.ListPath.Library = p
 		}
 	}
-	stopCache()
+	stopCaches()
 	stopSampling()
 
 	// Everything below reads what the sampler and the probe recorded; it runs
 	// after the measurement so that its own allocations are not measured.
-	window := func(from, to time.Duration, rtFrom, rtTo profile.RuntimeSnapshot) Window {
+	window := func(from, to time.Duration, rtFrom, rtTo profile.RuntimeSnapshot, cpuFrom, cpuTo time.Duration) Window {
 		peakHeap, peakRSS := sampler.Peak(from, to)
 		return Window{
 			StartSeconds: from.Seconds(), EndSeconds: to.Seconds(),
 			PeakHeap: peakHeap, PeakRSS: peakRSS, PeakRatio: ratio(peakHeap, res.LiveHeap),
-			Probe:   probe.Window(from, to),
-			Runtime: runtimeStats(rtFrom, rtTo),
+			CPUSeconds: (cpuTo - cpuFrom).Seconds(),
+			Probe:      probe.Window(from, to),
+			Runtime:    runtimeStats(rtFrom, rtTo),
 		}
 	}
-	res.InitialSync = window(t0, tInitEnd, rt0, rtInitEnd)
-	res.Idle = window(tIdle0, tIdle1, rtIdle0, rtIdle1)
+	res.InitialSync = window(t0, tInitEnd, rt0, rtInitEnd, cpu0, cpuInitEnd)
+	res.Idle = window(tIdle0, tIdle1, rtIdle0, rtIdle1, cpuIdle0, cpuIdle1)
 	for i, tm := range times {
-		res.Relists[i].Window = window(tm.t0, tm.t1, tm.rt0, tm.rt1)
+		res.Relists[i].Window = window(tm.t0, tm.t1, tm.rt0, tm.rt1, tm.cpu0, tm.cpu1)
 	}
-	res.Whole = window(t0, tEnd, rt0, rtEnd)
+	res.Whole = window(t0, tEnd, rt0, rtEnd, cpu0, cpuEnd)
 	res.Series = seriesOf(Downsample(sampler.Samples(), plan.SeriesPoints))
 	res.Markers = markers
 	return res, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 
@@ -29,6 +30,12 @@ type Mode struct {
 	// Start builds the cache and starts it; it must not wait for the sync. The
 	// cache stops when ctx ends or when Cache.Stop is called.
 	Start func(ctx context.Context, env Env) (Cache, error)
+	// Dynamic, when set, starts the same library's dynamic informer with the
+	// mode's options, for a resource Supports rejects (a custom resource
+	// beside typed built-in ones) when several resources are cached together,
+	// as a controller caches its CRD with a dynamic informer next to typed
+	// ones.
+	Dynamic func(ctx context.Context, env Env) (Cache, error)
 	// Extra leaves the mode out of the default set (cachebench run with no
 	// --modes), which must finish within a few minutes: it runs when --modes
 	// names it, or with --modes all.
@@ -40,7 +47,8 @@ type Env struct {
 	// Config reaches the server (through the parent's fault proxy) and counts
 	// the bytes received; modes must build their clients from it.
 	Config *rest.Config
-	// Namespace to cache; empty means all namespaces.
+	// Namespace to cache; empty means all namespaces (and is what a
+	// cluster-scoped resource gets).
 	Namespace string
 	// Resource to cache, e.g. pods.
 	Resource schema.GroupVersionResource
@@ -74,6 +82,86 @@ var builtinResources = map[schema.GroupVersionResource]bool{
 	{Version: "v1", Resource: "pods"}:       true,
 	{Version: "v1", Resource: "configmaps"}: true,
 	{Version: "v1", Resource: "secrets"}:    true,
+	{Version: "v1", Resource: "nodes"}:      true,
+}
+
+// ResourceRef is a resource to cache and the namespace to cache it in (""
+// for all namespaces, and for a cluster-scoped resource).
+type ResourceRef struct {
+	schema.GroupVersionResource
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// startCache starts the mode's cache of one resource: with Start when the
+// mode supports the resource, with Dynamic otherwise.
+func (m Mode) startCache(ctx context.Context, env Env) (Cache, error) {
+	if m.Supports == nil || m.Supports(env.Resource) {
+		return m.Start(ctx, env)
+	}
+	if m.Dynamic != nil {
+		return m.Dynamic(ctx, env)
+	}
+	return Cache{}, fmt.Errorf("mode %s cannot cache %s", m.Name, env.Resource.Resource)
+}
+
+// CanCache reports whether the mode caches gvr, with Start or with Dynamic.
+func (m Mode) CanCache(gvr schema.GroupVersionResource, together bool) bool {
+	return m.Supports == nil || m.Supports(gvr) || (together && m.Dynamic != nil)
+}
+
+// joined combines the caches of several resources into one: synced when all
+// are, the sum of their lengths and of their lists.
+func joined(cs []Cache) Cache {
+	if len(cs) == 1 {
+		return cs[0]
+	}
+	out := Cache{
+		HasSynced: func() bool {
+			for _, c := range cs {
+				if !c.HasSynced() {
+					return false
+				}
+			}
+			return true
+		},
+		Len: func() int {
+			n := 0
+			for _, c := range cs {
+				n += c.Len()
+			}
+			return n
+		},
+		ListPath: func() string {
+			var paths []string
+			for _, c := range cs {
+				if c.ListPath != nil {
+					if p := c.ListPath(); p != "" && !slices.Contains(paths, p) {
+						paths = append(paths, p)
+					}
+				}
+			}
+			return strings.Join(paths, ",")
+		},
+		Stop: func() {
+			for _, c := range cs {
+				c.Stop()
+			}
+		},
+	}
+	lists := true
+	for _, c := range cs {
+		lists = lists && c.Lists != nil
+	}
+	if lists {
+		out.Lists = func() int {
+			n := 0
+			for _, c := range cs {
+				n += c.Lists()
+			}
+			return n
+		}
+	}
+	return out
 }
 
 // BuiltinOnly is a Mode.Supports for modes that need a typed client: the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 
@@ -16,11 +17,12 @@ import (
 // and last-applied) and the lean modes; --modes all adds the rest.
 func init() {
 	RegisterBothListPaths(Mode{Name: "leanstore/typed-strip-mf", Title: "leanstore typed, strip managedFields",
-		Supports: BuiltinOnly, Start: startLeanTyped(), Extra: true})
+		Supports: BuiltinOnly, Start: startLeanTyped(), Dynamic: startLeanDynamic(), Extra: true})
 	RegisterBothListPaths(Mode{Name: "leanstore/typed-strip-mf-la", Title: "leanstore typed, strip managedFields and last-applied",
-		Supports: BuiltinOnly, Start: startLeanTyped(leanstore.WithStripLastApplied())})
+		Supports: BuiltinOnly, Start: startLeanTyped(leanstore.WithStripLastApplied()), Dynamic: startLeanDynamic(leanstore.WithStripLastApplied())})
 	RegisterBothListPaths(Mode{Name: "leanstore/typed-lean", Title: "leanstore typed, strip managedFields and last-applied, share equal parts",
-		Supports: BuiltinOnly, Start: startLeanTyped(leanstore.WithStripLastApplied(), leanstore.WithSharing(true))})
+		Supports: BuiltinOnly, Start: startLeanTyped(leanstore.WithStripLastApplied(), leanstore.WithSharing(true)),
+		Dynamic: startLeanDynamic(leanstore.WithStripLastApplied(), leanstore.WithSharing(true))})
 	RegisterBothListPaths(Mode{Name: "leanstore/metadata-strip-mf", Title: "leanstore metadata-only, strip managedFields",
 		Start: startLeanMetadata(), Extra: true})
 	RegisterBothListPaths(Mode{Name: "leanstore/metadata-strip-mf-la", Title: "leanstore metadata-only, strip managedFields and last-applied",
@@ -49,6 +51,21 @@ func startLeanTyped(opts ...leanstore.Option) func(context.Context, Env) (Cache,
 			return Cache{}, fmt.Errorf("leanstore informer for %s: %w", env.Resource.Resource, err)
 		}
 		return startLean(ctx, env, f.StartWithContext, f.Shutdown, gi.Informer().(*leanstore.Informer))
+	}
+}
+
+// startLeanDynamic is leanstore's dynamic informer, for custom resources beside
+// typed ones.
+func startLeanDynamic(opts ...leanstore.Option) func(context.Context, Env) (Cache, error) {
+	return func(ctx context.Context, env Env) (Cache, error) {
+		dc, err := dynamic.NewForConfig(env.Config)
+		if err != nil {
+			return Cache{}, err
+		}
+		all := append([]leanstore.Option{leanstore.WithNamespace(env.Namespace), streamingOption(env)}, opts...)
+		f := leanstore.NewDynamicSharedInformerFactory(dc, 0, all...)
+		inf := f.ForResource(env.Resource).Informer().(*leanstore.Informer)
+		return startLean(ctx, env, f.StartWithContext, f.Shutdown, inf)
 	}
 }
 

@@ -10,6 +10,14 @@ import (
 type Plan struct {
 	// Relists is the number of forced re-lists.
 	Relists int `json:"relists"`
+	// Churn is, for each re-list in order, the fraction of the objects (0 to 1)
+	// changed between the 410 and the re-list, with a tenth as many created
+	// and deleted (dataset.PlanChanges). Empty means no changes; otherwise it
+	// has one entry per re-list.
+	Churn []float64 `json:"churn,omitempty"`
+	// ChurnSeed picks the objects changed: the same seed gives every mode the
+	// same changes.
+	ChurnSeed uint64 `json:"churnSeed,omitempty"`
 	// Settle is how long to wait after the sync and after each re-list has
 	// delivered every object, before taking the live heap: the tail of a spike
 	// (garbage not yet collected) belongs to the window.
@@ -28,11 +36,15 @@ type Plan struct {
 	SeriesPoints int `json:"seriesPoints"`
 }
 
-// DefaultPlan is cachebench's standard measurement: two re-lists, short
-// windows, so that the whole default mode set runs in a few minutes.
+// DefaultPlan is cachebench's standard measurement: two re-lists, the first
+// of an unchanged store, the second after a tenth of the objects changed (and
+// a hundredth created and deleted), with short windows, so that the whole
+// default mode set runs in a few minutes.
 func DefaultPlan() Plan {
 	return Plan{
 		Relists:       2,
+		Churn:         []float64{0, 0.1},
+		ChurnSeed:     1,
 		Settle:        Duration(500 * time.Millisecond),
 		Idle:          Duration(1500 * time.Millisecond),
 		SampleEvery:   Duration(5 * time.Millisecond),
@@ -56,8 +68,23 @@ func (p Plan) Validate() error {
 		return fmt.Errorf("time-outs must be positive")
 	case p.SeriesPoints < 3:
 		return fmt.Errorf("a series needs at least 3 points, got %d", p.SeriesPoints)
+	case len(p.Churn) > 0 && len(p.Churn) != p.Relists:
+		return fmt.Errorf("%d churn levels for %d re-lists: give one per re-list", len(p.Churn), p.Relists)
+	}
+	for _, c := range p.Churn {
+		if !(c >= 0 && c <= 1) {
+			return fmt.Errorf("churn must be between 0 and 1, got %v", c)
+		}
 	}
 	return nil
+}
+
+// ChurnAt is the churn before re-list k (from 1).
+func (p Plan) ChurnAt(k int) float64 {
+	if k < 1 || k > len(p.Churn) {
+		return 0
+	}
+	return p.Churn[k-1]
 }
 
 // Duration is a time.Duration written as "1.5s" in JSON, so that a report

@@ -9,8 +9,6 @@ import (
 	"os"
 	"strconv"
 	"sync"
-
-	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // The parent and a child talk in JSON lines: the parent writes a start line
@@ -25,11 +23,12 @@ const EnvWatchListClient = "KUBE_FEATURE_WatchListClient"
 
 // startLine is the parent's first line.
 type startLine struct {
-	Mode      string                      `json:"mode"`
-	Resource  schema.GroupVersionResource `json:"resource"`
-	Namespace string                      `json:"namespace"`
-	Config    ClientConfig                `json:"config"`
-	Plan      Plan                        `json:"plan"`
+	Mode      string        `json:"mode"`
+	Resources []ResourceRef `json:"resources"`
+	Config    ClientConfig  `json:"config"`
+	Plan      Plan          `json:"plan"`
+	// CPUProfile is a file for a CPU profile of the sync ("" for none).
+	CPUProfile string `json:"cpuProfile,omitempty"`
 }
 
 // parentLine is any line the parent writes.
@@ -38,10 +37,11 @@ type parentLine struct {
 	Relist *relistReply `json:"relist,omitempty"`
 }
 
-// relistReply answers a child's re-list request once the watch is ended.
+// relistReply answers a child's re-list request once the watches are ended
+// and the changes written.
 type relistReply struct {
-	Index int    `json:"index"`
-	Ended int    `json:"ended"`
+	Index int `json:"index"`
+	RelistAnswer
 	Error string `json:"error,omitempty"`
 }
 
@@ -112,31 +112,31 @@ func serveStart(ctx context.Context, st startLine, dec *json.Decoder, write func
 		}
 	})
 
-	relist := func(ctx context.Context, index int) (int, error) {
+	relist := func(ctx context.Context, index int) (RelistAnswer, error) {
 		if err := write(childLine{RelistReady: index}); err != nil {
-			return 0, err
+			return RelistAnswer{}, err
 		}
 		select {
 		case r := <-replies:
 			if r.Index != index {
-				return 0, fmt.Errorf("parent answered re-list %d, expected %d", r.Index, index)
+				return RelistAnswer{}, fmt.Errorf("parent answered re-list %d, expected %d", r.Index, index)
 			}
 			if r.Error != "" {
-				return r.Ended, errors.New(r.Error)
+				return r.RelistAnswer, errors.New(r.Error)
 			}
-			return r.Ended, nil
+			return r.RelistAnswer, nil
 		case <-ctx.Done():
-			return 0, ctx.Err()
+			return RelistAnswer{}, ctx.Err()
 		}
 	}
 	res, err := Measure(ctx, MeasureSpec{
-		Mode:      mode,
-		Config:    st.Config.restConfig(),
-		Namespace: st.Namespace,
-		Resource:  st.Resource,
-		Plan:      st.Plan,
-		Relist:    relist,
-		Events:    func(e Event) { _ = write(childLine{Event: &e}) },
+		Mode:       mode,
+		Config:     st.Config.restConfig(),
+		Resources:  st.Resources,
+		Plan:       st.Plan,
+		Relist:     relist,
+		CPUProfile: st.CPUProfile,
+		Events:     func(e Event) { _ = write(childLine{Event: &e}) },
 	})
 	if err != nil {
 		return err

@@ -10,12 +10,15 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/cachetune/cachetune/pkg/dataset"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
-// fixtureReport is a small, fixed report: a baseline, a stripped mode, a
-// metadata-only LIST mode and a failed mode.
+// fixtureReport is a small, fixed report: a baseline, a stripped mode and the
+// same in leanstore (a pair for the side-by-side chart), a metadata-only LIST
+// mode and a failed mode; two re-lists, the second after a tenth changed.
 func fixtureReport() Report {
 	start := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	series := func(peak uint64) Series {
@@ -34,18 +37,37 @@ func fixtureReport() Report {
 		}
 		return s
 	}
-	markers := []Marker{{0, "start"}, {0.9, "synced"}, {2.4, "410 #1"}, {2.6, "re-list #1 done"}, {4.4, "410 #2"}, {4.6, "re-list #2 done"}}
-	result := func(mode, title string, streaming bool, live uint64, perObj, initRatio, relistRatio float64, srv Requests) Result {
+	markers := []Marker{{0, "start"}, {0.9, "synced"}, {2.4, "410 #1"}, {2.6, "re-list #1 done"}, {4.3, "410 #2"}, {4.4, "list #2"}, {4.6, "re-list #2 done"}}
+	server := func(cpu float64, objects float64) *ServerCost {
+		return &ServerCost{CPUSeconds: cpu, PeakRSS: 900 << 20, StartRSS: 850 << 20,
+			Storage: &StorageCounts{CacheLists: 1, CacheObjects: objects}}
+	}
+	changes := dataset.Changes{Updated: 100, Created: 10, Deleted: 10}
+	result := func(mode, title string, streaming, diffOnly bool, live uint64, perObj, initRatio, relistRatio float64, srv Requests) Result {
 		rl := func(i int) Relist {
-			return Relist{Index: i, WatchesEnded: 1, Seconds: 0.21, Updates: 1000, LiveHeapAfter: live,
+			r := Relist{Index: i, WatchesEnded: 1, Seconds: 0.21, Updates: 1000, Delivered: Events{Updates: 1000}, LiveHeapAfter: live,
 				BytesReceived: 15_700_000, Window: Window{StartSeconds: 2.4, EndSeconds: 3.6, PeakHeap: uint64(float64(live) * relistRatio),
-					PeakRatio: relistRatio, Probe: LatencyStats{Count: 1000, P50: 0.08, P99: 4.2, Max: 38.5},
+					PeakRatio: relistRatio, CPUSeconds: 0.3, Server: server(0.25, 1000), Probe: LatencyStats{Count: 1000, P50: 0.08, P99: 4.2, Max: 38.5},
 					Runtime: RuntimeStats{Seconds: 1.2, Sched: LatencyStats{Count: 5000, P50: 0.01, P99: 1.25, Max: 9.4}, GCCPUSeconds: 0.3, AvailableCPUSeconds: 2.4}}}
+			if i == 2 {
+				r.Churn, r.Changes = 0.1, changes
+				r.Window.StartSeconds, r.Window.EndSeconds = 4.4, 5.4
+				r.Delivered = Events{Updates: 990, Adds: 10, Deletes: 10}
+			}
+			if diffOnly {
+				r.Delivered = Events{}
+				if i == 2 {
+					r.Delivered = Events{Updates: 100, Adds: 10, Deletes: 10}
+				}
+				r.Updates = r.Delivered.Updates + r.Delivered.Adds
+			}
+			return r
 		}
 		return Result{
-			Mode: mode, Title: title, Resource: "pods", Streaming: streaming,
+			Mode: mode, Title: title, Resource: "pods", Streaming: streaming, Started: start.Add(10 * time.Second),
 			Objects: 1000, SyncSeconds: 0.93, BaselineHeap: 3 << 20, LiveHeap: live, LiveRSS: live + 30<<20, BytesPerObject: perObj,
-			InitialSync: Window{EndSeconds: 1.4, PeakHeap: uint64(float64(live) * initRatio), PeakRatio: initRatio,
+			InitialSync: Window{EndSeconds: 1.4, PeakHeap: uint64(float64(live) * initRatio), PeakRatio: initRatio, CPUSeconds: 0.35,
+				Server:  server(0.31, 0),
 				Probe:   LatencyStats{Count: 900, P50: 0.07, P99: 3.1, Max: 12},
 				Runtime: RuntimeStats{Seconds: 1.4, GCCPUSeconds: 0.2, AvailableCPUSeconds: 2.8}},
 			Idle: Window{StartSeconds: 1.5, EndSeconds: 2.4, Probe: LatencyStats{Count: 850, P50: 0.06, P99: 0.2, Max: 0.9},
@@ -63,12 +85,13 @@ func fixtureReport() Report {
 		Environment: Environment{Target: "local kube-apiserver", ServerVersion: "v1.37.2", GoVersion: "go1.26.8", ClientGo: "v0.37.2",
 			OS: "linux", Arch: "amd64", CPUs: 2},
 		Plan: DefaultPlan(),
-		Datasets: []Dataset{{Resource: "pods", Namespace: "cachebench", Count: 1000, JSONBytes: 22_900, ProtobufBytes: 15_700,
-			ManagedFieldsBytes: 6_600, LastAppliedBytes: 4_700, Seeded: true}},
+		Datasets: []Dataset{{Resource: "pods", Namespace: "cachebench", Count: 1000, Name: "standard", PodShape: "workload",
+			JSONBytes: 22_900, ProtobufBytes: 15_700, ManagedFieldsBytes: 6_600, LastAppliedBytes: 4_700, Seeded: true, SeedSeconds: 9.5}},
 		Results: []Result{
-			result("client-go/typed/stream", "client-go typed, protobuf, streaming", true, 35<<20, 33_200, 1.31, 2.87, Requests{WatchList: 3}),
-			result("client-go/typed-strip-mf/stream", "client-go typed, strip managedFields, streaming", true, 28<<20, 25_800, 1.42, 3.1, Requests{WatchList: 3}),
-			result("client-go/metadata/list", "client-go metadata-only, LIST", false, 16<<20, 13_700, 1.9, 3.9, Requests{List: 3, Watch: 3}),
+			result("client-go/typed/stream", "client-go typed, protobuf, streaming", true, false, 35<<20, 33_200, 1.31, 2.87, Requests{WatchList: 3}),
+			result("client-go/typed-strip-mf-la/stream", "client-go typed, strip managedFields and last-applied, streaming", true, false, 21<<20, 20_700, 1.66, 3.1, Requests{WatchList: 3}),
+			result("leanstore/typed-strip-mf-la/stream", "leanstore typed, strip managedFields and last-applied, streaming", true, true, 21<<20, 20_700, 1.02, 1.2, Requests{WatchList: 3}),
+			result("client-go/metadata/list", "client-go metadata-only, LIST", false, false, 16<<20, 13_700, 1.9, 3.9, Requests{List: 3, Watch: 3}),
 			failed,
 		},
 	}
@@ -112,8 +135,15 @@ func TestGoldenHTML(t *testing.T) {
 			t.Errorf("the HTML report contains %q", bad)
 		}
 	}
-	if n := strings.Count(html, "<svg"); n != 4+3 { // four bar charts, a heap chart per successful mode
-		t.Errorf("the HTML report has %d charts, want 7", n)
+	// Six bar charts, the side-by-side chart of the one pair, a heap chart per
+	// successful mode.
+	if n := strings.Count(html, "<svg"); n != 6+1+4 {
+		t.Errorf("the HTML report has %d charts, want 11", n)
+	}
+	for _, want := range []string{"client-go and leanstore, side by side", "re-list 2, 10% changed", "Re-lists"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("the HTML report does not contain %q", want)
+		}
 	}
 	golden(t, "report.golden.html", b.Bytes())
 }
@@ -137,18 +167,40 @@ func TestReadJSONRejectsOtherSchemas(t *testing.T) {
 	if _, err := ReadJSON(strings.NewReader(`{"schema": 99}`)); err == nil || !strings.Contains(err.Error(), "schema 99") {
 		t.Errorf("ReadJSON of schema 99: %v, want a schema error", err)
 	}
-	if _, err := ReadJSON(strings.NewReader(`{"schema": 1, "bogus": true}`)); err == nil {
+	if _, err := ReadJSON(strings.NewReader(`{"schema": 2, "bogus": true}`)); err == nil {
 		t.Error("ReadJSON accepted an unknown field")
+	}
+}
+
+// TestReadJSONSchema1 reads a report of the first schema, as committed
+// reference results before churn and CPU were measured are: it reads, and its
+// table renders with the figures it has.
+func TestReadJSONSchema1(t *testing.T) {
+	old := `{"schema": 1, "plan": {"relists": 1, "settle": "500ms", "idle": "1.5s", "sampleEvery": "5ms", "probeEvery": "1ms",
+		"syncTimeout": "10m0s", "relistTimeout": "5m0s", "seriesPoints": 300},
+		"results": [{"mode": "client-go/typed/stream", "title": "t", "resource": "pods", "objects": 10, "liveHeapBytes": 1000,
+		"relists": [{"index": 1, "watchesEnded": 1, "seconds": 0.5, "updates": 10, "window": {"peakRatio": 2.5}}]}]}`
+	r, err := ReadJSON(strings.NewReader(old))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := WriteTable(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "10 adds+upd") || !strings.Contains(b.String(), "2.50") {
+		t.Errorf("the table of a schema 1 report lacks its re-list:\n%s", b.String())
 	}
 }
 
 func TestSummaryStatesRatiosAndBytes(t *testing.T) {
 	got := Summary(fixtureReport())
 	want := []string{
-		"Dataset: 1000 pods in namespace cachebench, 22.9 KB of JSON each (managedFields 6.6 KB, last-applied 4.7 KB), 15.7 KB as protobuf.",
-		"client-go typed, protobuf, streaming (client-go/typed/stream), pods: 33.2 KB per object; re-list peak 2.87x the live heap, initial-sync peak 1.31x; worst 1 ms-probe lateness 38 ms in a re-list (0.9 ms idle).",
-		"client-go typed, strip managedFields, streaming: 25.8 KB per object (78% of client-go/typed/stream); re-list peak 3.10x, initial 1.42x; probe 38 ms.",
-		"client-go metadata-only, LIST: 13.7 KB per object (41% of client-go/typed/stream); re-list peak 3.90x, initial 1.90x; probe 38 ms.",
+		"Dataset: 1000 pods in namespace cachebench (workload-shaped), 22.9 KB of JSON each (managedFields 6.6 KB, last-applied 4.7 KB), 15.7 KB as protobuf.",
+		"client-go typed, protobuf, streaming (client-go/typed/stream), pods: 33.2 KB per object; sync 0.93 s, 0.35 s CPU (350 µs per object), the server 0.31 s CPU, initial-sync peak 1.31x; re-list peak 2.87x / 2.87x the live heap (churn 0 / 0.1); worst 1 ms-probe lateness 38 ms in a re-list (0.9 ms idle); re-lists delivered all 120 changes and 890 updates of unchanged objects.",
+		"client-go typed, strip managedFields and last-applied, streaming: 20.7 KB per object (62% of client-go/typed/stream); sync 0.93 s, 0.35 s CPU (1.0x), initial peak 1.66x; re-list peak 3.10x / 3.10x (churn 0 / 0.1); probe 38 ms; re-lists delivered all 120 changes and 890 updates of unchanged objects.",
+		"leanstore typed, strip managedFields and last-applied, streaming: 20.7 KB per object (62% of client-go/typed/stream); sync 0.93 s, 0.35 s CPU (1.0x), initial peak 1.02x; re-list peak 1.20x / 1.20x (churn 0 / 0.1); probe 38 ms; re-lists delivered all 120 changes and 0 updates of unchanged objects.",
+		"client-go metadata-only, LIST: 13.7 KB per object (41% of client-go/typed/stream); sync 0.93 s, 0.35 s CPU (1.0x), initial peak 1.90x; re-list peak 3.90x / 3.90x (churn 0 / 0.1); probe 38 ms; re-lists delivered all 120 changes and 890 updates of unchanged objects.",
 		"client-go typed, JSON, LIST: failed (sync pods of client-go/typed-json/list: timed out after 10m0s).",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -168,5 +220,101 @@ func TestPlanAndDurationJSON(t *testing.T) {
 	bad.Relists = -1
 	if bad.Validate() == nil {
 		t.Error("a plan with -1 re-lists validated")
+	}
+}
+
+// TestLayoutLabelsDoNotOverlap places labels of markers close together, as a
+// re-list's 410 and the end of the one before are: no two in a row overlap,
+// and all stay inside the chart.
+func TestLayoutLabelsDoNotOverlap(t *testing.T) {
+	xs := []float64{2, 40, 41, 300, 305, 306, 700}
+	texts := []string{"start", "synced", "410 #1", "re-list #1 done", "410 #2", "list #2", "re-list #2 done"}
+	placed, rows := layoutLabels(xs, texts, 0, 720)
+	if rows < 2 {
+		t.Errorf("%d rows for labels that cannot share one", rows)
+	}
+	for i := range placed {
+		wi := float64(len(texts[i])) * charW
+		if placed[i].x-wi/2 < 0 || placed[i].x+wi/2 > 720 {
+			t.Errorf("%q at %.0f leaves the chart", texts[i], placed[i].x)
+		}
+		for j := range i {
+			wj := float64(len(texts[j])) * charW
+			if placed[i].row == placed[j].row && placed[i].x-wi/2 < placed[j].x+wj/2 && placed[j].x-wj/2 < placed[i].x+wi/2 {
+				t.Errorf("%q and %q overlap in row %d", texts[i], texts[j], placed[i].row)
+			}
+		}
+	}
+}
+
+func TestComparableLinesPairLibraries(t *testing.T) {
+	var got []string
+	for _, l := range comparableLines(fixtureReport()) {
+		got = append(got, l.Label+" "+l.Color)
+	}
+	want := []string{"client-go/typed-strip-mf-la/stream #D55E00", "leanstore/typed-strip-mf-la/stream #0072B2"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("comparable lines (-want +got):\n%s", diff)
+	}
+}
+
+func TestPlanChurnValidation(t *testing.T) {
+	p := DefaultPlan()
+	if err := p.Validate(); err != nil || p.ChurnAt(2) != 0.1 || p.ChurnAt(3) != 0 {
+		t.Errorf("default plan: %v, churn at 2 %v", err, p.ChurnAt(2))
+	}
+	p.Churn = []float64{0, 0.1, 1}
+	if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "3 churn levels for 2 re-lists") {
+		t.Errorf("3 levels for 2 re-lists: %v", err)
+	}
+	p.Relists, p.Churn = 1, []float64{1.5}
+	if err := p.Validate(); err == nil {
+		t.Error("a churn of 1.5 validated")
+	}
+}
+
+// TestScaleReportDrawsCurves renders a report with the same modes at two
+// sizes: the HTML gets a chart per figure against size, one line per mode.
+func TestScaleReportDrawsCurves(t *testing.T) {
+	r := fixtureReport()
+	var grown []Result
+	for _, res := range r.Results[:3] {
+		res.Objects, res.BytesPerObject = 10000, res.BytesPerObject*0.9
+		grown = append(grown, res)
+	}
+	r.Results = append(r.Results[:3], grown...)
+	big := r.Datasets[0]
+	big.Count = 10000
+	r.Datasets = append(r.Datasets, big)
+	if !sized(r) {
+		t.Fatal("a report with two dataset sizes is not sized")
+	}
+	lines := scaleLines(r, func(res Result) float64 { return res.BytesPerObject })
+	if len(lines) != 3 || len(lines[0].sizes) != 2 || lines[0].sizes[0] != 1000 || lines[0].values[1] != 33_200*0.9 {
+		t.Fatalf("scale lines: %+v", lines)
+	}
+	var b bytes.Buffer
+	if err := WriteHTML(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	html := b.String()
+	if !strings.Contains(html, "Against dataset size") || !strings.Contains(html, "objects (log scale)") {
+		t.Error("the HTML report of a scale run has no charts against size")
+	}
+	// The side-by-side chart takes the largest size of the pair.
+	for _, l := range comparableLines(r) {
+		if l.res.Objects != 10000 {
+			t.Errorf("side-by-side line %s at %d objects, want the largest size", l.Label, l.res.Objects)
+		}
+	}
+	// Summary sentences are per size.
+	n := 0
+	for _, line := range Summary(r) {
+		if strings.Contains(line, "(client-go/typed/stream), ") {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d baseline sentences, want one per size", n)
 	}
 }

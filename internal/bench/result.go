@@ -2,6 +2,8 @@ package bench
 
 import (
 	"time"
+
+	"github.com/cachetune/cachetune/pkg/dataset"
 )
 
 // Report is everything one cachebench run measured. It is what --json writes
@@ -15,10 +17,14 @@ type Report struct {
 	Plan        Plan        `json:"plan"`
 	Datasets    []Dataset   `json:"datasets"`
 	Results     []Result    `json:"results"`
+	// Skipped says what the run left out, and why: a scale run leaves out
+	// the sizes and modes that would not fit in the machine's memory.
+	Skipped []string `json:"skipped,omitempty"`
 }
 
-// ReportSchema is the current Report.Schema.
-const ReportSchema = 1
+// ReportSchema is the current Report.Schema. Schema 2 added churn, CPU and
+// server costs; ReadJSON reads schema 1 reports too (without them).
+const ReportSchema = 2
 
 // Environment says where the figures come from.
 type Environment struct {
@@ -40,6 +46,9 @@ type Dataset struct {
 	Resource  string `json:"resource"`
 	Namespace string `json:"namespace,omitempty"`
 	Count     int    `json:"count"`
+	// Name and PodShape are the dataset's, when cachebench seeded it.
+	Name     string `json:"name,omitempty"`
+	PodShape string `json:"podShape,omitempty"`
 	// Mean serialized sizes in bytes (0 when not measured).
 	JSONBytes          float64 `json:"jsonBytes,omitempty"`
 	ProtobufBytes      float64 `json:"protobufBytes,omitempty"`
@@ -47,15 +56,22 @@ type Dataset struct {
 	LastAppliedBytes   float64 `json:"lastAppliedBytes,omitempty"`
 	// Seeded is true when cachebench created the objects for this run.
 	Seeded bool `json:"seeded"`
+	// SeedSeconds is how long writing them took (0 when not seeded).
+	SeedSeconds float64 `json:"seedSeconds,omitempty"`
 }
 
 // Result is the measurement of one mode on one resource, taken in its own
 // process.
 type Result struct {
-	Mode      string `json:"mode"`
-	Title     string `json:"title"`
+	Mode  string `json:"mode"`
+	Title string `json:"title"`
+	// Resource is the resource cached, or the resources cached together in one
+	// process, comma-separated.
 	Resource  string `json:"resource"`
 	Streaming bool   `json:"streaming"`
+	// Started is when the measurement started (wall clock): the windows'
+	// offsets count from it.
+	Started time.Time `json:"started,omitzero"`
 	// Error is set when the mode failed; the figures are then partial.
 	Error string `json:"error,omitempty"`
 
@@ -108,6 +124,11 @@ type Window struct {
 	PeakRSS  uint64 `json:"peakRSSBytes"`
 	// PeakRatio is PeakHeap divided by the live heap after the sync.
 	PeakRatio float64 `json:"peakRatio"`
+	// CPUSeconds is the CPU time (user and system) the measured process used.
+	CPUSeconds float64 `json:"cpuSeconds"`
+	// Server is what the API server spent, when it is a process cachebench
+	// started (the local server); nil otherwise.
+	Server *ServerCost `json:"server,omitempty"`
 	// Probe is the 1 ms probe goroutine's lateness.
 	Probe LatencyStats `json:"probe"`
 	// Runtime is what runtime/metrics recorded.
@@ -120,19 +141,46 @@ type Relist struct {
 	Error string `json:"error,omitempty"`
 	// WatchesEnded is how many watch streams the proxy ended with a 410.
 	WatchesEnded int `json:"watchesEnded"`
-	// Seconds is from the last list request after the 410 until every object
-	// had been delivered again (client-go) or the library reported the list
-	// complete (leanstore).
+	// Churn is the fraction of the objects changed between the 410 and the
+	// re-list, and Changes what was written: updates, creates and deletes,
+	// the same for every mode of a run.
+	Churn   float64         `json:"churn"`
+	Changes dataset.Changes `json:"changes"`
+	// Seconds is from the first list request (sent once the changes were written)
+	// until every object had been delivered again (client-go) or the library
+	// reported the list complete and had delivered every change (leanstore).
 	Seconds float64 `json:"seconds"`
 	// Updates is the number of add and update events delivered in the re-list:
 	// one per object with client-go, one per changed object with leanstore.
 	Updates int `json:"updates"`
+	// Delivered counts the handler's events in the re-list's window, by kind:
+	// an update per object (client-go) or per change (leanstore), an add per
+	// object created, a delete per object deleted.
+	Delivered Events `json:"delivered"`
 	// LiveHeapAfter is the live heap after the re-list settled (after a GC).
 	LiveHeapAfter uint64 `json:"liveHeapAfterBytes"`
 	// BytesReceived in the re-list window.
 	BytesReceived int64 `json:"bytesReceived"`
-	// Window runs from just before the 410 to a settle after the re-list.
+	// Window runs from the list request (after the 410 and the changes) to a
+	// settle after the re-list.
 	Window Window `json:"window"`
+}
+
+// Events counts the events a cache delivered to its handler.
+type Events struct {
+	Adds    int `json:"adds"`
+	Updates int `json:"updates"`
+	Deletes int `json:"deletes"`
+}
+
+// Unchanged is how many updates the re-list delivered beyond the objects
+// changed: client-go sends one for every object it holds, changed or not.
+func (rl Relist) Unchanged() int { return max(0, rl.Delivered.Updates-rl.Changes.Updated) }
+
+// Missed is how many changes the re-list did not deliver.
+func (rl Relist) Missed() int {
+	return max(0, rl.Changes.Updated-rl.Delivered.Updates) + max(0, rl.Changes.Created-rl.Delivered.Adds) +
+		max(0, rl.Changes.Deleted-rl.Delivered.Deletes)
 }
 
 // ListPath reports the list path seen by the server and by the library.
@@ -150,6 +198,10 @@ type Requests struct {
 	List      int `json:"list"`
 	WatchList int `json:"watchList"`
 	Watch     int `json:"watch"`
+}
+
+func (r Requests) add(o Requests) Requests {
+	return Requests{List: r.List + o.List, WatchList: r.WatchList + o.WatchList, Watch: r.Watch + o.Watch}
 }
 
 // Path names the list path these requests show: "streaming", "LIST", both
@@ -187,6 +239,14 @@ func (r Result) RelistPeakRatio() float64 {
 		m = max(m, rl.Window.PeakRatio)
 	}
 	return m
+}
+
+// SyncCPUPerObject is the CPU time of the initial sync window per object.
+func (r Result) SyncCPUPerObject() time.Duration {
+	if r.Objects == 0 {
+		return 0
+	}
+	return time.Duration(r.InitialSync.CPUSeconds * float64(time.Second) / float64(r.Objects))
 }
 
 // RelistProbeMax is the worst probe lateness in any re-list, in ms.

@@ -12,25 +12,25 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-var cleanOrder = []schema.GroupVersionResource{
-	{Version: "v1", Resource: "pods"},
-	{Version: "v1", Resource: "configmaps"},
-	{Version: "v1", Resource: "secrets"},
-	WidgetGVR,
-}
+var cleanOrder = []schema.GroupVersionResource{PodsGVR, ConfigMapsGVR, SecretsGVR, NodesGVR, WidgetGVR}
 
 // Clean deletes every object of the named dataset in namespace (those labelled
-// LabelDataset=name) and waits until they are gone. It leaves the namespace and the
-// Widget CRD in place; DeleteNamespace removes a namespace cachebench created.
+// LabelDataset=name, and the dataset's Nodes, labelled LabelNamespace=namespace
+// too) and waits until they are gone. It leaves the namespace and the Widget CRD
+// in place; DeleteNamespace removes a namespace cachebench created.
 func Clean(ctx context.Context, cfg *rest.Config, namespace, name string, progress func(Progress)) error {
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
-	sel := metav1.ListOptions{LabelSelector: LabelDataset + "=" + name}
 	start := time.Now()
 	for _, gvr := range cleanOrder {
-		res := dyn.Resource(gvr).Namespace(namespace)
+		res := dynamic.ResourceInterface(dyn.Resource(gvr).Namespace(namespace))
+		sel := metav1.ListOptions{LabelSelector: LabelDataset + "=" + name}
+		if ClusterScoped(gvr) {
+			res = dyn.Resource(gvr)
+			sel.LabelSelector += "," + LabelNamespace + "=" + namespace
+		}
 		list, err := res.List(ctx, metav1.ListOptions{LabelSelector: sel.LabelSelector, Limit: 1})
 		if err != nil {
 			if gvr == WidgetGVR {

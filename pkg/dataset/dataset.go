@@ -11,8 +11,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -36,13 +38,15 @@ const (
 type Spec struct {
 	// Name labels every object (LabelDataset); default "standard".
 	Name string
-	// Namespace receives the objects; it is created when missing.
+	// Namespace receives the namespaced objects; it is created when missing.
 	Namespace string
 
 	Pods int
 	// PodEnv is the number of literal env vars in a Pod's main container (its
 	// sidecars get a half and a third); 0 means 4, about 20 KB of JSON per Pod.
 	PodEnv int
+	// PodShape says how much Pods have in common; "" means PodsByWorkload.
+	PodShape PodShape
 
 	ConfigMaps int
 	// ConfigMapBytes is the data size of each ConfigMap; 0 means 4 KiB.
@@ -51,6 +55,12 @@ type Spec struct {
 	Secrets int
 	// SecretBytes is the data size of each Secret; 0 means 256 KiB (large).
 	SecretBytes int
+
+	// Nodes are cluster-scoped, registered as a kubelet would register them
+	// and labelled with the namespace (LabelNamespace) as well as the dataset.
+	// Seed them only into a test server: on a real cluster a scheduler would
+	// place Pods on them and a node controller would taint them.
+	Nodes int
 
 	Widgets int
 	// WidgetBytes is the spec size of each Widget custom resource; 0 means 2 KiB.
@@ -63,14 +73,36 @@ type Spec struct {
 	Progress func(Progress)
 }
 
+// LabelNamespace marks cluster-scoped objects (Nodes) with the namespace of
+// the dataset they belong to, so that datasets in different namespaces of one
+// server do not share them and Clean finds them.
+const LabelNamespace = "cachetune.dev/namespace"
+
 // Standard is the dataset cachebench runs by default: 10,000 Pods.
 func Standard(namespace string) Spec {
 	return Spec{Name: "standard", Namespace: namespace, Pods: 10000}
 }
 
+// Mixed is what a typical controller's whole cache holds in a cluster with the
+// given number of Pods: per 10,000 Pods, 2,000 ConfigMaps of 4 KiB, 1,000
+// Secrets of 8 KiB (certificates and credentials rather than release bundles),
+// 100 Nodes (100 Pods each, near the kubelet's default limit of 110) and 500
+// custom resources (Widgets of 2 KiB). The ratios are a judgement, not a
+// survey: change the counts to match a cluster of your own.
+func Mixed(namespace string, pods int) Spec {
+	per := func(n int) int { return max(1, pods*n/10000) }
+	return Spec{
+		Name: "mixed", Namespace: namespace, Pods: pods,
+		ConfigMaps: per(2000), ConfigMapBytes: 4 << 10,
+		Secrets: per(1000), SecretBytes: 8 << 10,
+		Nodes:   per(100),
+		Widgets: per(500), WidgetBytes: 2 << 10,
+	}
+}
+
 // Progress reports how far seeding or cleaning has come.
 type Progress struct {
-	Kind    string // "pods", "configmaps", "secrets", "widgets"
+	Kind    string // "pods", "configmaps", "secrets", "nodes", "widgets"
 	Done    int
 	Total   int
 	Elapsed time.Duration
@@ -82,6 +114,9 @@ func (s *Spec) defaults() {
 	}
 	if s.PodEnv == 0 {
 		s.PodEnv = 4
+	}
+	if s.PodShape == "" {
+		s.PodShape = PodsByWorkload
 	}
 	if s.ConfigMapBytes == 0 {
 		s.ConfigMapBytes = 4 << 10
@@ -97,56 +132,65 @@ func (s *Spec) defaults() {
 	}
 }
 
-// Seed creates the dataset with server-side apply (ApplyManager) and then updates
-// every object as a second manager (StatusManager), so that managedFields hold two
-// managers, as they do on a live cluster. Seeding an existing dataset again
-// re-applies the same objects.
+// Count returns the spec's count of a resource of the dataset, 0 for others.
+func (s Spec) Count(gvr schema.GroupVersionResource) int {
+	switch gvr {
+	case PodsGVR:
+		return s.Pods
+	case ConfigMapsGVR:
+		return s.ConfigMaps
+	case SecretsGVR:
+		return s.Secrets
+	case NodesGVR:
+		return s.Nodes
+	case WidgetGVR:
+		return s.Widgets
+	}
+	return 0
+}
+
+// Seed creates the dataset. Each object gets managedFields from two managers,
+// as on a live cluster: Pods are created the way a ReplicaSet controller
+// creates them (ApplyManager) and their status written the way a kubelet
+// writes it (StatusManager), both as protobuf; Nodes likewise; ConfigMaps,
+// Secrets and Widgets are server-side applied by ApplyManager and then
+// labelled or given a status by StatusManager. Seeding an existing dataset
+// again re-applies the applied kinds and leaves existing Pods and Nodes as
+// they are.
 func Seed(ctx context.Context, cfg *rest.Config, spec Spec) error {
+	return Extend(ctx, cfg, spec, Spec{})
+}
+
+// Extend grows a dataset seeded with the counts of have to the counts of spec,
+// writing only the objects have does not count: object i of a kind is the same
+// whether it was written by Seed or by Extend, so a dataset can be grown step
+// by step (cachebench's scale runs do) at the cost of the new objects only.
+func Extend(ctx context.Context, cfg *rest.Config, spec, have Spec) error {
 	spec.defaults()
 	if spec.Namespace == "" {
 		return errors.New("dataset: a namespace is required")
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	s, err := newSeeder(cfg, spec)
 	if err != nil {
 		return err
 	}
-	// Pods answer in protobuf and take their status in it, which costs the
-	// server and this client less than JSON (apply patches are always JSON).
-	pcfg := rest.CopyConfig(cfg)
-	pcfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
-	pcfg.ContentType = runtime.ContentTypeProtobuf
-	pcs, err := kubernetes.NewForConfig(pcfg)
-	if err != nil {
+	if err := ensureNamespace(ctx, s.cs, spec.Namespace); err != nil {
 		return err
 	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	if err := ensureNamespace(ctx, cs, spec.Namespace); err != nil {
-		return err
-	}
-	if spec.Widgets > 0 {
-		if err := EnsureWidgetCRD(ctx, dyn); err != nil {
+	if spec.Widgets > have.Widgets {
+		if err := EnsureWidgetCRD(ctx, s.dyn); err != nil {
 			return err
 		}
 	}
-	s := &seeder{cs: cs, pcs: pcs, dyn: dyn, spec: spec, now: time.Now()}
-	kinds := []struct {
-		name  string
-		count int
-		write func(context.Context, int) error
-	}{
-		{"pods", spec.Pods, s.pod},
-		{"configmaps", spec.ConfigMaps, s.configMap},
-		{"secrets", spec.Secrets, s.secret},
-		{"widgets", spec.Widgets, s.widget},
-	}
-	for _, k := range kinds {
-		if k.count == 0 {
+	for _, k := range s.kinds() {
+		from, to := have.Count(k.gvr), spec.Count(k.gvr)
+		if to <= from {
 			continue
 		}
-		if err := parallel(ctx, k.name, k.count, spec.Concurrency, spec.Progress, k.write); err != nil {
+		err := parallel(ctx, k.gvr.Resource, to-from, spec.Concurrency, spec.Progress, func(ctx context.Context, j int) error {
+			return k.create(ctx, from+j)
+		})
+		if err != nil {
 			return err
 		}
 	}
@@ -161,6 +205,43 @@ type seeder struct {
 	now  time.Time
 }
 
+func newSeeder(cfg *rest.Config, spec Spec) (*seeder, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	// Pods and Nodes travel as protobuf both ways, which costs the server and
+	// this client less than JSON (apply patches are always JSON).
+	pcfg := rest.CopyConfig(cfg)
+	pcfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	pcfg.ContentType = runtime.ContentTypeProtobuf
+	pcs, err := kubernetes.NewForConfig(pcfg)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &seeder{cs: cs, pcs: pcs, dyn: dyn, spec: spec, now: time.Now()}, nil
+}
+
+// kind is how the seeder writes one resource.
+type kind struct {
+	gvr    schema.GroupVersionResource
+	create func(context.Context, int) error
+}
+
+func (s *seeder) kinds() []kind {
+	return []kind{
+		{PodsGVR, s.pod},
+		{ConfigMapsGVR, s.configMap},
+		{SecretsGVR, s.secret},
+		{NodesGVR, s.node},
+		{WidgetGVR, s.widget},
+	}
+}
+
 var force = true
 
 func applyOpts() metav1.PatchOptions {
@@ -172,34 +253,47 @@ func statusOpts() metav1.PatchOptions {
 }
 
 // withLastApplied adds kubectl's last-applied annotation: the applied object
-// without the annotation itself, as kubectl writes it.
+// without the annotation itself, as kubectl writes it. It returns the object
+// with the annotation as JSON.
 func withLastApplied(obj interface{ GetAnnotations() map[string]string }, setAnn func(map[string]string)) ([]byte, error) {
-	cfg, err := json.Marshal(obj)
-	if err != nil {
+	if err := addLastApplied(obj, setAnn); err != nil {
 		return nil, err
 	}
-	ann := map[string]string{}
+	return json.Marshal(obj)
+}
+
+// addLastApplied adds kubectl's last-applied annotation to obj in place.
+func addLastApplied(obj interface{ GetAnnotations() map[string]string }, setAnn func(map[string]string)) error {
+	cfg, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	ann := make(map[string]string, len(obj.GetAnnotations())+1)
 	for k, v := range obj.GetAnnotations() {
 		ann[k] = v
 	}
 	ann[LastAppliedAnnotation] = string(cfg) + "\n"
 	setAnn(ann)
-	return json.Marshal(obj)
+	return nil
 }
 
+// pod creates Pod i and writes its status. A Pod that exists is left alone:
+// its spec cannot change anyway.
 func (s *seeder) pod(ctx context.Context, i int) error {
-	pod := podSpec(s.spec.Namespace, s.spec.Name, i, s.spec.PodEnv)
-	body, err := withLastApplied(pod, pod.SetAnnotations)
-	if err != nil {
+	pod := podSpec(s.spec.Namespace, s.spec.Name, i, s.spec.PodEnv, s.spec.PodShape)
+	if err := addLastApplied(pod, pod.SetAnnotations); err != nil {
 		return err
 	}
 	pods := s.pcs.CoreV1().Pods(s.spec.Namespace)
-	applied, err := pods.Patch(ctx, pod.Name, types.ApplyPatchType, body, applyOpts())
-	if err != nil {
-		return fmt.Errorf("apply pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	created, err := pods.Create(ctx, pod, metav1.CreateOptions{FieldManager: ApplyManager})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
 	}
-	applied.Status = podStatus(pod, i, s.now).Status
-	if _, err := pods.UpdateStatus(ctx, applied, metav1.UpdateOptions{FieldManager: StatusManager}); err != nil {
+	if err != nil {
+		return fmt.Errorf("create pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	created.Status = podStatus(pod, i, s.now).Status
+	if _, err := pods.UpdateStatus(ctx, created, metav1.UpdateOptions{FieldManager: StatusManager}); err != nil {
 		return fmt.Errorf("update status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	return nil
@@ -219,7 +313,7 @@ func (s *seeder) configMap(ctx context.Context, i int) error {
 	if _, err := cms.Patch(ctx, cm.Name, types.ApplyPatchType, body, applyOpts()); err != nil {
 		return fmt.Errorf("apply configmap %s/%s: %w", cm.Namespace, cm.Name, err)
 	}
-	return labelAsSecondManager(ctx, s, cms.Patch, "configmap", cm.Name)
+	return labelAsSecondManager(ctx, s, cms.Patch, "configmap", cm.Name, s.now)
 }
 
 func (s *seeder) secret(ctx context.Context, i int) error {
@@ -238,15 +332,16 @@ func (s *seeder) secret(ctx context.Context, i int) error {
 	if _, err := secs.Patch(ctx, sec.Name, types.ApplyPatchType, body, applyOpts()); err != nil {
 		return fmt.Errorf("apply secret %s/%s: %w", sec.Namespace, sec.Name, err)
 	}
-	return labelAsSecondManager(ctx, s, secs.Patch, "secret", sec.Name)
+	return labelAsSecondManager(ctx, s, secs.Patch, "secret", sec.Name, s.now)
 }
 
 type patchFunc[T any] func(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error)
 
-// labelAsSecondManager records a second manager on kinds without a status.
-func labelAsSecondManager[T any](ctx context.Context, s *seeder, patch patchFunc[T], kind, name string) error {
+// labelAsSecondManager records a second manager on kinds without a status: a
+// label and the time of a check.
+func labelAsSecondManager[T any](ctx context.Context, s *seeder, patch patchFunc[T], kind, name string, at time.Time) error {
 	body := fmt.Sprintf(`{"apiVersion":"v1","kind":%q,"metadata":{"name":%q,"labels":{"cachetune.dev/checked":"true"},"annotations":{"cachetune.dev/checked-at":%q}}}`,
-		titleKind(kind), name, s.now.UTC().Format(time.RFC3339))
+		titleKind(kind), name, at.UTC().Format(time.RFC3339))
 	if _, err := patch(ctx, name, types.ApplyPatchType, []byte(body), statusOpts()); err != nil {
 		return fmt.Errorf("label %s %s/%s: %w", kind, s.spec.Namespace, name, err)
 	}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,18 +17,56 @@ import (
 // create them: Pods of one app share their spec, as they do in real clusters.
 var apps = []string{"checkout", "payments", "catalog", "search", "frontend", "ledger", "inventory", "notifier"}
 
-// podSpec returns the desired state of Pod i, as a user (or a Deployment) applies it.
-// envPerContainer sets the size: 24 gives about 20 KB of JSON per Pod once the
-// status and managedFields are added by the server.
-func podSpec(ns, dataset string, i, envPerContainer int) *corev1.Pod {
+// PodShape says how much the Pods of a dataset have in common, which decides
+// what sharing equal parts across cached objects can save.
+type PodShape string
+
+const (
+	// PodsByWorkload spreads Pods over eight workloads; the Pods of one workload
+	// share their spec apart from names, IPs and container IDs, as the replicas
+	// of a Deployment do. It is the default.
+	PodsByWorkload PodShape = "workload"
+	// PodsUnique gives every Pod its own env values, image tag and
+	// pod-template hash, as if each came from a workload of its own: the worst
+	// case for sharing.
+	PodsUnique PodShape = "unique"
+)
+
+// ParsePodShape reads a PodShape by name; "" is the default.
+func ParsePodShape(s string) (PodShape, error) {
+	switch PodShape(s) {
+	case "", PodsByWorkload:
+		return PodsByWorkload, nil
+	case PodsUnique:
+		return PodsUnique, nil
+	}
+	return "", fmt.Errorf("unknown pod shape %q (known: %s, %s)", s, PodsByWorkload, PodsUnique)
+}
+
+// podSpec returns the desired state of Pod i, as a ReplicaSet controller creates
+// it from its template. envPerContainer sets the size: 4 gives about 20 KB of
+// JSON per Pod once the status and managedFields are added by the server.
+func podSpec(ns, dataset string, i, envPerContainer int, shape PodShape) *corev1.Pod {
 	app := apps[i%len(apps)]
-	hash := fmt.Sprintf("%x", 0x5d8f7c9b4+i%len(apps))[:9]
+	// In a workload-shaped dataset the template (hash, image, env) is the
+	// app's; in a unique one every Pod has a template of its own.
+	tmpl := i % len(apps)
+	salt := ""
+	if shape == PodsUnique {
+		tmpl = i
+		salt = fmt.Sprintf("&replica=%06d", i)
+	}
+	hash := fmt.Sprintf("%09x", 0x5d8f7c9b4+tmpl)[:9]
 	name := fmt.Sprintf("%s-%s-%05d", app, hash, i)
-	image := fmt.Sprintf("registry.example.com/shop/%s:v1.%d.3", app, 4+i%len(apps))
+	version := fmt.Sprintf("1.%d.3", 4+i%len(apps))
+	if shape == PodsUnique {
+		version = fmt.Sprintf("1.%d.%d", 4+i%len(apps), i)
+	}
+	image := "registry.example.com/shop/" + app + ":v" + version
 
 	containers := []corev1.Container{
-		appContainer(app, image, envPerContainer),
-		sidecar("envoy", "registry.example.com/mesh/envoy:v1.31.2", 15001, envPerContainer/2),
+		appContainer(app, image, envPerContainer, salt),
+		sidecar("envoy", "registry.example.com/mesh/envoy:v1.31.2", 15001, envPerContainer/2, salt),
 	}
 	return &corev1.Pod{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
@@ -39,7 +76,7 @@ func podSpec(ns, dataset string, i, envPerContainer int) *corev1.Pod {
 			Labels: map[string]string{
 				"app.kubernetes.io/name":       app,
 				"app.kubernetes.io/instance":   app + "-prod",
-				"app.kubernetes.io/version":    "1." + strconv.Itoa(4+i%len(apps)) + ".3",
+				"app.kubernetes.io/version":    version,
 				"app.kubernetes.io/component":  "backend",
 				"app.kubernetes.io/part-of":    "shop",
 				"app.kubernetes.io/managed-by": "helm",
@@ -52,14 +89,14 @@ func podSpec(ns, dataset string, i, envPerContainer int) *corev1.Pod {
 				"prometheus.io/scrape":                           "true",
 				"prometheus.io/port":                             "9090",
 				"prometheus.io/path":                             "/metrics",
-				"checksum/config":                                fmt.Sprintf("%064x", 0xabcdef+i%len(apps)),
+				"checksum/config":                                fmt.Sprintf("%064x", 0xabcdef+tmpl),
 				"cluster-autoscaler.kubernetes.io/safe-to-evict": "true",
 			},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion:         "apps/v1",
 				Kind:               "ReplicaSet",
 				Name:               app + "-" + hash,
-				UID:                types.UID(fmt.Sprintf("6f1c2a7e-0000-4000-8000-%012d", i%len(apps))),
+				UID:                types.UID(fmt.Sprintf("6f1c2a7e-0000-4000-8000-%012d", tmpl)),
 				Controller:         ptr(true),
 				BlockOwnerDeletion: ptr(true),
 			}},
@@ -69,7 +106,7 @@ func podSpec(ns, dataset string, i, envPerContainer int) *corev1.Pod {
 				Name:            "migrate",
 				Image:           image,
 				Command:         []string{"/app/bin/migrate", "--wait-for-db", "--timeout=120s"},
-				Env:             env(app, envPerContainer/3),
+				Env:             env(app, envPerContainer/3, salt),
 				Resources:       resources("50m", "64Mi", "200m", "128Mi"),
 				VolumeMounts:    []corev1.VolumeMount{{Name: "config", MountPath: "/etc/app", ReadOnly: true}},
 				SecurityContext: securityContext(),
@@ -104,7 +141,7 @@ func podSpec(ns, dataset string, i, envPerContainer int) *corev1.Pod {
 	}
 }
 
-func appContainer(app, image string, nEnv int) corev1.Container {
+func appContainer(app, image string, nEnv int, salt string) corev1.Container {
 	return corev1.Container{
 		Name:    app,
 		Image:   image,
@@ -115,7 +152,7 @@ func appContainer(app, image string, nEnv int) corev1.Container {
 			{Name: "metrics", ContainerPort: 9090, Protocol: corev1.ProtocolTCP},
 			{Name: "grpc", ContainerPort: 9000, Protocol: corev1.ProtocolTCP},
 		},
-		Env:       env(app, nEnv),
+		Env:       env(app, nEnv, salt),
 		Resources: resources("250m", "256Mi", "1", "1Gi"),
 		LivenessProbe: &corev1.Probe{
 			ProbeHandler:        corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("http")}},
@@ -142,13 +179,13 @@ func appContainer(app, image string, nEnv int) corev1.Container {
 	}
 }
 
-func sidecar(name, image string, port int32, nEnv int) corev1.Container {
+func sidecar(name, image string, port int32, nEnv int, salt string) corev1.Container {
 	return corev1.Container{
 		Name:      name,
 		Image:     image,
 		Args:      []string{"--log-level=info", "--concurrency=2"},
 		Ports:     []corev1.ContainerPort{{Name: name[:min(len(name), 10)], ContainerPort: port, Protocol: corev1.ProtocolTCP}},
-		Env:       env(name, nEnv),
+		Env:       env(name, nEnv, salt),
 		Resources: resources("50m", "64Mi", "500m", "256Mi"),
 		ReadinessProbe: &corev1.Probe{
 			ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(port)}},
@@ -165,8 +202,9 @@ func sidecar(name, image string, port int32, nEnv int) corev1.Container {
 	}
 }
 
-// env mixes literal values, field references and secret references, as Helm charts do.
-func env(prefix string, n int) []corev1.EnvVar {
+// env mixes literal values, field references and secret references, as Helm
+// charts do. salt, when set, makes the literal values the Pod's own.
+func env(prefix string, n int, salt string) []corev1.EnvVar {
 	out := make([]corev1.EnvVar, 0, n+3)
 	out = append(out,
 		corev1.EnvVar{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}},
@@ -176,7 +214,7 @@ func env(prefix string, n int) []corev1.EnvVar {
 	for j := range n {
 		out = append(out, corev1.EnvVar{
 			Name:  fmt.Sprintf("%s_SETTING_%02d", upper(prefix), j),
-			Value: fmt.Sprintf("https://%s-%02d.internal.example.com:8443/api/v2?timeout=30s", prefix, j),
+			Value: fmt.Sprintf("https://%s-%02d.internal.example.com:8443/api/v2?timeout=30s", prefix, j) + salt,
 		})
 	}
 	return out
@@ -286,7 +324,7 @@ func ptr[T any](v T) *T { return &v }
 // server; spec gives the namespace, dataset name and size.
 func NewPod(spec Spec, i int, now time.Time) *corev1.Pod {
 	spec.defaults()
-	pod := podSpec(spec.Namespace, spec.Name, i, spec.PodEnv)
+	pod := podSpec(spec.Namespace, spec.Name, i, spec.PodEnv, spec.PodShape)
 	body, err := withLastApplied(pod, pod.SetAnnotations)
 	if err == nil {
 		_ = json.Unmarshal(body, pod)

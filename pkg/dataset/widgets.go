@@ -120,10 +120,16 @@ func (s *seeder) widget(ctx context.Context, i int) error {
 	if _, err := res.Patch(ctx, name, types.ApplyPatchType, body, applyOpts()); err != nil {
 		return fmt.Errorf("apply widget %s/%s: %w", s.spec.Namespace, name, err)
 	}
-	status := fmt.Sprintf(`{"apiVersion":"bench.cachetune.dev/v1","kind":"Widget","metadata":{"name":%q,"namespace":%q},"status":{"phase":"Ready","observedGeneration":1,"lastHeartbeat":%q,"conditions":[{"type":"Ready","status":"True","reason":"Assembled","lastTransitionTime":%q}]}}`,
-		name, s.spec.Namespace, s.now.UTC().Format(time.RFC3339), s.now.UTC().Format(time.RFC3339))
-	if _, err := res.Patch(ctx, name, types.ApplyPatchType, []byte(status), statusOpts(), "status"); err != nil {
+	status := widgetStatus(s.spec.Namespace, name, s.now, s.now)
+	if _, err := res.Patch(ctx, name, types.ApplyPatchType, status, statusOpts(), "status"); err != nil {
 		return fmt.Errorf("apply status of widget %s/%s: %w", s.spec.Namespace, name, err)
 	}
 	return nil
+}
+
+// widgetStatus is the status a Widget's controller applies: Ready since
+// transition, last seen at heartbeat.
+func widgetStatus(namespace, name string, heartbeat, transition time.Time) []byte {
+	return []byte(fmt.Sprintf(`{"apiVersion":"bench.cachetune.dev/v1","kind":"Widget","metadata":{"name":%q,"namespace":%q},"status":{"phase":"Ready","observedGeneration":1,"lastHeartbeat":%q,"conditions":[{"type":"Ready","status":"True","reason":"Assembled","lastTransitionTime":%q}]}}`,
+		name, namespace, heartbeat.UTC().Format(time.RFC3339), transition.UTC().Format(time.RFC3339)))
 }
