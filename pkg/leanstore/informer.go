@@ -27,6 +27,7 @@ type Informer struct {
 	resource schema.GroupResource
 	lw       *listWatch // nil for a client-go fallback informer
 	tracker  *tracker
+	table    *shareTable // canonical values of this informer's objects; nil without interning or sharing
 
 	mu      sync.Mutex
 	started bool
@@ -48,7 +49,7 @@ type informerConfig struct {
 }
 
 func newInformer(cfg informerConfig, o *options, state *factoryState, m *metrics) *Informer {
-	strip := o.strip // a copy: SetTransform changes only this informer
+	strip := o.strip.withTable() // a copy: SetTransform changes only this informer
 	tr := newTracker(cfg.name, cfg.gr().String(), cfg.wire, o.logger, m)
 	lw := &listWatch{
 		src: cfg.src, gr: cfg.gr, opts: o, strip: &strip, state: state,
@@ -63,7 +64,7 @@ func newInformer(cfg informerConfig, o *options, state *factoryState, m *metrics
 	if cfg.lean {
 		lw.raw = cfg.src.(rawSource)
 	}
-	inf := &Informer{SharedIndexInformer: inner, name: cfg.name, resource: cfg.gr(), lw: lw, tracker: tr}
+	inf := &Informer{SharedIndexInformer: inner, name: cfg.name, resource: cfg.gr(), lw: lw, tracker: tr, table: strip.table}
 	_ = inner.SetWatchErrorHandlerWithContext(inf.reflectorError)
 	return inf
 }
@@ -72,11 +73,11 @@ func newInformer(cfg informerConfig, o *options, state *factoryState, m *metrics
 // no REST client to list with, e.g. a fake clientset): leanstore strips objects
 // through client-go's transform, and nothing else changes.
 func wrapClientGo(inner cache.SharedIndexInformer, name string, gr schema.GroupResource, o *options, m *metrics) *Informer {
-	strip := o.strip
+	strip := o.strip.withTable()
 	_ = inner.SetTransform(func(obj interface{}) (interface{}, error) { return strip.apply(obj, gr) })
 	tr := newTracker(name, gr.String(), "client-go", o.logger, m)
 	tr.st.ListPath = ListPathClientGo
-	inf := &Informer{SharedIndexInformer: inner, name: name, resource: gr, tracker: tr}
+	inf := &Informer{SharedIndexInformer: inner, name: name, resource: gr, tracker: tr, table: strip.table}
 	_ = inner.SetWatchErrorHandlerWithContext(inf.reflectorError)
 	return inf
 }
@@ -115,7 +116,9 @@ func (i *Informer) RunWithContext(ctx context.Context) {
 	i.started = true
 	i.mu.Unlock()
 	pprof.Do(ctx, pprof.Labels("informer", i.name, "resource", i.resource.String()), func(ctx context.Context) {
+		guarded := i.runGuard(ctx)
 		i.SharedIndexInformer.RunWithContext(ctx)
+		guarded()
 	})
 }
 

@@ -77,6 +77,9 @@ type Status struct {
 	FailuresByCause map[failure.Reason]int64 `json:"failuresByCause,omitempty"`
 	WatchesStarted  int64                    `json:"watchesStarted"`
 	StalledWatches  int64                    `json:"stalledWatches"`
+	// Mutations counts shared values of cached objects found changed in place
+	// by the mutation guard (WithMutationGuard).
+	Mutations int64 `json:"mutations"`
 }
 
 // Degraded reports whether the informer has failed at least n times in a row.
