@@ -130,7 +130,7 @@ func (lw *listWatch) list(ctx context.Context, rv string) (listResult, error) {
 	listFailure := Failure{Reason: failure.InitialListFailed, Relist: lw.isSynced()}
 	streamFailure := listFailure
 	streamFailure.Streaming = true
-	pace := newPacer(lw.opts.heapBound)
+	pace := newPacer(lw.opts.heapBound).reportTo(lw.tracker)
 	for {
 		if err := lw.src.resolve(ctx); err != nil {
 			if !lw.failed(ctx, listFailure, err) {

@@ -10,6 +10,7 @@ import (
 type metrics struct {
 	failures  *prometheus.CounterVec
 	lists     *prometheus.CounterVec
+	forcedGCs *prometheus.CounterVec
 	mutations *prometheus.CounterVec
 	census    *censusCollector
 }
@@ -30,6 +31,11 @@ func newMetrics(factory string, r prometheus.Registerer, informers func() []*Inf
 			Help:        "Completed lists of leanstore informers, by list path (streaming or list).",
 			ConstLabels: constLabels,
 		}, []string{"informer", "resource", "path"}),
+		forcedGCs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "cachetune", Subsystem: "leanstore", Name: "forced_gcs_total",
+			Help:        "Garbage collections run by the heap bound of leanstore informers during lists.",
+			ConstLabels: constLabels,
+		}, []string{"informer", "resource"}),
 		mutations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "cachetune", Subsystem: "leanstore", Name: "mutations_total",
 			Help:        "Shared values of cached objects found changed in place by the mutation guard.",
@@ -37,7 +43,7 @@ func newMetrics(factory string, r prometheus.Registerer, informers func() []*Inf
 		}, []string{"informer", "resource"}),
 		census: &censusCollector{informers: informers, constLabels: constLabels},
 	}
-	for _, c := range []prometheus.Collector{m.failures, m.lists, m.mutations, m.census} {
+	for _, c := range []prometheus.Collector{m.failures, m.lists, m.forcedGCs, m.mutations, m.census} {
 		if err := r.Register(c); err != nil {
 			return nil, err
 		}
