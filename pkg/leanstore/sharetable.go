@@ -24,10 +24,12 @@ import (
 // collection after its handle is dropped, so equal strings decoded in different
 // GC cycles stayed apart.
 //
-// A value enters the table the second time its hash is seen in a different
-// allocation: values unique to one object (its status, its IPs, its name) cost
-// no entry, and a second pass over the same object (client-go transforms an
-// object twice under WatchList) is not a second sighting.
+// A value enters the table the second time its hash is seen, in another
+// allocation of another object (secondSighting): values unique to one object
+// (its status, its IPs, its name) cost no entry, a value repeated inside one
+// object is not worth one, and a second pass over the same object (client-go
+// transforms an object twice under WatchList) is not a second sighting. The
+// first object to hold a value keeps its own copy.
 type shareTable struct {
 	mu sync.Mutex
 
