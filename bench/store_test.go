@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/cachetune/cachetune/internal/bench"
+	"github.com/cachetune/cachetune/pkg/dataset"
 	"github.com/cachetune/cachetune/pkg/leanstore"
 )
 
@@ -32,7 +34,7 @@ var storeModes = []struct {
 	// the lean modes' objects cost in a store (leanstore's own list path, which
 	// never decodes what it strips, is measured by cachebench).
 	{"leanstore-typed-lean", false, leanstore.Transform(leanstore.WithStripLastApplied(), leanstore.WithSharing(true))},
-	{"leanstore-metadata-strip-mf-la", true, leanstore.Transform(leanstore.WithStripLastApplied())},
+	{"leanstore-metadata-strip-mf-la", true, leanstore.Transform(leanstore.WithStripLastApplied(), leanstore.WithInterning(false))},
 	{"leanstore-metadata-lean", true, leanstore.Transform(leanstore.WithStripLastApplied(), leanstore.WithSharing(true))},
 }
 
@@ -46,7 +48,11 @@ var metaSerializer = func() kruntime.Serializer {
 
 // encodeFor encodes n Pods as the list a mode's informer receives.
 func encodeFor(b *testing.B, metadata bool, n int) []byte {
-	pods := loadPods(b, n)
+	return encodeList(b, metadata, loadPods(b, n))
+}
+
+// encodeList encodes pods as the list a mode's informer receives.
+func encodeList(b *testing.B, metadata bool, pods *corev1.PodList) []byte {
 	if !metadata {
 		return encode(b, encodings[0].s, pods)
 	}
@@ -194,3 +200,107 @@ func BenchmarkTransform(b *testing.B) {
 }
 
 const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+// sharingModes are the steps of leanstore's interning and sharing, on top of
+// stripping managedFields and the last-applied annotation: what each step
+// saves per cached object, and what it costs in time. Interning is on by
+// default; the first step turns it off.
+var sharingModes = []struct {
+	name     string
+	metadata bool
+	t        func() cache.TransformFunc // a new function per fill: its own table
+}{
+	{"typed-strip-mf-la", false, func() cache.TransformFunc {
+		return leanstore.Transform(leanstore.WithStripLastApplied(), leanstore.WithInterning(false))
+	}},
+	{"typed-intern", false, func() cache.TransformFunc {
+		return leanstore.Transform(leanstore.WithStripLastApplied(), leanstore.WithInterning(true))
+	}},
+	{"typed-share", false, func() cache.TransformFunc {
+		return leanstore.Transform(leanstore.WithStripLastApplied(), leanstore.WithSharing(true))
+	}},
+	{"typed-share-guard", false, func() cache.TransformFunc {
+		return leanstore.Transform(leanstore.WithStripLastApplied(), leanstore.WithSharing(true), leanstore.WithMutationGuard(true))
+	}},
+	{"metadata-strip-mf-la", true, func() cache.TransformFunc {
+		return leanstore.Transform(leanstore.WithStripLastApplied(), leanstore.WithInterning(false))
+	}},
+	{"metadata-intern", true, func() cache.TransformFunc {
+		return leanstore.Transform(leanstore.WithStripLastApplied(), leanstore.WithInterning(true))
+	}},
+	{"metadata-share", true, func() cache.TransformFunc {
+		return leanstore.Transform(leanstore.WithStripLastApplied(), leanstore.WithSharing(true))
+	}},
+	{"metadata-share-guard", true, func() cache.TransformFunc {
+		return leanstore.Transform(leanstore.WithStripLastApplied(), leanstore.WithSharing(true), leanstore.WithMutationGuard(true))
+	}},
+}
+
+// variedPods returns n Pods of the fixture's eight apps whose status varies
+// from Pod to Pod as the seeded dataset's does (pod IP, host IP, container IDs,
+// start times, restart counts: pkg/dataset's kubelet-like status), and with a
+// resourceVersion each. loadPods's copies differ only in name and uid, which
+// makes sharing look better than it is on a real cache.
+func variedPods(b *testing.B, n int) *corev1.PodList {
+	pods := loadPods(b, n)
+	byApp := map[string]int{}
+	spec := dataset.Spec{Name: "standard", Namespace: "bench"}
+	now := time.Date(2026, 11, 29, 12, 24, 22, 0, time.UTC)
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		// Pod j of the dataset belongs to the same app as p, so its status
+		// names p's containers and images.
+		app := p.Labels["app.kubernetes.io/name"]
+		j, ok := byApp[app]
+		if !ok {
+			for j = 0; dataset.NewPod(spec, j, now).Labels["app.kubernetes.io/name"] != app; j++ {
+				if j > 64 {
+					b.Fatalf("no dataset pod of app %q", app)
+				}
+			}
+			byApp[app] = j
+		}
+		p.Status = dataset.NewPod(spec, j+8*i, now).Status
+		p.ResourceVersion = fmt.Sprint(1000 + i)
+	}
+	return pods
+}
+
+// BenchmarkSharing fills a store with Pods whose status varies per Pod, in each
+// step of interning and sharing, and reports the live heap per cached object
+// (store and the transform's table of canonical values included) and the time
+// per object (decoding, transform and store).
+func BenchmarkSharing(b *testing.B) {
+	for _, m := range sharingModes {
+		for _, n := range []int{1000, 10000} {
+			b.Run(fmt.Sprintf("%s/pods=%d", m.name, n), func(b *testing.B) {
+				data := encodeList(b, m.metadata, variedPods(b, n))
+				perObject := retainedWith(b, data, m.metadata, m.t, n)
+				ops := 0
+				for b.Loop() {
+					if len(fill(b, data, m.metadata, m.t()).ListKeys()) != n {
+						b.Fatal("store not filled")
+					}
+					ops++
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(ops*n), "ns/object")
+				b.ReportMetric(perObject, "live-B/object")
+			})
+		}
+	}
+}
+
+// retainedWith is retained for a transform made anew, after the heap is
+// measured: the table it builds counts as what the store holds.
+func retainedWith(b *testing.B, data []byte, metadata bool, newT func() cache.TransformFunc, n int) float64 {
+	before := liveHeap()
+	t := newT()
+	idx := fill(b, data, metadata, t)
+	after := liveHeap()
+	runtime.KeepAlive(idx)
+	runtime.KeepAlive(t)
+	if after < before {
+		b.Fatalf("live heap fell from %d to %d while holding a store", before, after)
+	}
+	return float64(after-before) / float64(n)
+}

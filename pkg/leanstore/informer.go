@@ -30,6 +30,7 @@ type Informer struct {
 	// transform to it.
 	strip   *stripper
 	tracker *tracker
+	table   *shareTable // canonical values of this informer's objects; nil without interning or sharing
 
 	mu      sync.Mutex
 	started bool
@@ -54,7 +55,7 @@ type informerConfig struct {
 }
 
 func newInformer(cfg informerConfig, o *options, state *factoryState, m *metrics) *Informer {
-	strip := o.strip // a copy: SetTransform changes only this informer
+	strip := o.strip.withTable() // a copy: SetTransform changes only this informer
 	tr := newTracker(cfg.name, cfg.gr().String(), cfg.wire, o.logger, m)
 	lw := &listWatch{
 		src: cfg.src, gr: cfg.gr, opts: o, strip: &strip, state: state,
@@ -70,7 +71,7 @@ func newInformer(cfg informerConfig, o *options, state *factoryState, m *metrics
 		ObjectDescription: cfg.name,
 	})
 	tr.reflector = standInReflector(lw, cfg.example, cfg.name)
-	inf := &Informer{SharedIndexInformer: inner, name: cfg.name, resource: cfg.gr(), lw: lw, strip: lw.strip, tracker: tr}
+	inf := &Informer{SharedIndexInformer: inner, name: cfg.name, resource: cfg.gr(), lw: lw, strip: lw.strip, tracker: tr, table: strip.table}
 	_ = inner.SetWatchErrorHandlerWithContext(inf.reflectorError)
 	return inf
 }
@@ -88,13 +89,13 @@ func standInReflector(lw cache.ListerWatcher, example runtime.Object, name strin
 // no REST client to list with, e.g. a fake clientset): leanstore strips objects
 // through client-go's transform, and nothing else changes.
 func wrapClientGo(inner cache.SharedIndexInformer, example runtime.Object, name string, gr schema.GroupResource, why string, o *options, m *metrics) *Informer {
-	strip := o.strip // a copy: SetTransform changes only this informer
+	strip := o.strip.withTable() // a copy with its own table: SetTransform changes only this informer
 	_ = inner.SetTransform(func(obj interface{}) (interface{}, error) { return strip.apply(obj, gr) })
 	tr := newTracker(name, gr.String(), "client-go", o.logger, m)
 	tr.st.ListPath = ListPathClientGo
 	tr.st.ListPathReason = why
 	tr.reflector = standInReflector(&cache.ListWatch{}, example, name)
-	inf := &Informer{SharedIndexInformer: inner, name: name, resource: gr, strip: &strip, tracker: tr}
+	inf := &Informer{SharedIndexInformer: inner, name: name, resource: gr, strip: &strip, tracker: tr, table: strip.table}
 	_ = inner.SetWatchErrorHandlerWithContext(inf.reflectorError)
 	return inf
 }
@@ -133,7 +134,9 @@ func (i *Informer) RunWithContext(ctx context.Context) {
 	i.started = true
 	i.mu.Unlock()
 	pprof.Do(ctx, pprof.Labels("informer", i.name, "resource", i.resource.String()), func(ctx context.Context) {
+		guarded := i.runGuard(ctx)
 		i.SharedIndexInformer.RunWithContext(ctx)
+		guarded()
 	})
 }
 

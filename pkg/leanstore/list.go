@@ -50,7 +50,7 @@ func (lw *listWatch) list(ctx context.Context, rv string) (listResult, error) {
 	listFailure := Failure{Reason: failure.InitialListFailed, Relist: lw.health.synced.Load()}
 	streamFailure := listFailure
 	streamFailure.Streaming = true
-	pace := newPacer(lw.opts.heapBound)
+	pace := newPacer(lw.opts.heapBound).reportTo(lw.health.tracker)
 	for {
 		if err := lw.src.resolve(ctx); err != nil {
 			if !lw.health.failed(ctx, listFailure, err) {

@@ -8,9 +8,11 @@ import (
 
 // metrics are a factory's Prometheus metrics. A nil *metrics records nothing.
 type metrics struct {
-	failures *prometheus.CounterVec
-	lists    *prometheus.CounterVec
-	census   *censusCollector
+	failures  *prometheus.CounterVec
+	lists     *prometheus.CounterVec
+	forcedGCs *prometheus.CounterVec
+	mutations *prometheus.CounterVec
+	census    *censusCollector
 }
 
 func newMetrics(factory string, r prometheus.Registerer, informers func() []*Informer) (*metrics, error) {
@@ -29,9 +31,19 @@ func newMetrics(factory string, r prometheus.Registerer, informers func() []*Inf
 			Help:        "Completed lists of leanstore informers, by list path (streaming or list).",
 			ConstLabels: constLabels,
 		}, []string{"informer", "resource", "path"}),
+		forcedGCs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "cachetune", Subsystem: "leanstore", Name: "forced_gcs_total",
+			Help:        "Garbage collections run by the heap bound of leanstore informers during lists.",
+			ConstLabels: constLabels,
+		}, []string{"informer", "resource"}),
+		mutations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "cachetune", Subsystem: "leanstore", Name: "mutations_total",
+			Help:        "Shared values of cached objects found changed in place by the mutation guard.",
+			ConstLabels: constLabels,
+		}, []string{"informer", "resource"}),
 		census: &censusCollector{informers: informers, constLabels: constLabels},
 	}
-	for _, c := range []prometheus.Collector{m.failures, m.lists, m.census} {
+	for _, c := range []prometheus.Collector{m.failures, m.lists, m.forcedGCs, m.mutations, m.census} {
 		if err := r.Register(c); err != nil {
 			return nil, err
 		}

@@ -4,271 +4,482 @@ import (
 	"hash/maphash"
 	"math"
 	"reflect"
+	"strconv"
+	"strings"
 	"sync"
+	"time"
 	"unsafe"
-	"weak"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// Sharing (WithSharing) makes cached objects share equal parts: the containers,
-// volumes, env lists, resource maps, probes and owner references that the Pods of
-// one workload repeat byte for byte. Each object is walked once, children before
-// parents; every slice, map and pointer gets a content hash and, when an equal
-// value is already held by a cached object, is replaced by that value. Children are
-// made canonical first, so an equal parent compares cheaply (its children are the
-// same pointers).
+// Sharing (WithSharing) makes the cached objects of one informer share equal
+// parts: the containers, volumes, env lists, resource maps, probes, labels and
+// owner references that the Pods of one workload repeat byte for byte. Each
+// object is walked once, children before parents; every slice, map and pointer
+// gets a content hash and, when an equal value is already held by a cached
+// object of the same informer, is replaced by that value. Children are made
+// canonical first, so an equal parent compares cheaply (its children are the
+// same pointers). Interning (WithInterning, and sharing) does the same for
+// strings only.
 //
-// The table of canonical values holds weak pointers: a value shared by no cached
-// object any more is freed by the garbage collector as usual. A value enters the
-// table only the second time its hash is seen, so the many values that are unique
-// to one object (its status, its IPs) cost no table entry.
-//
-// Cached objects are read-only by client-go's rules. With sharing, code that breaks
-// that rule and changes a cached object in place changes every object sharing the
-// part it changed; client-go's KUBE_CACHE_MUTATION_DETECTOR=true finds such code.
+// Listers read canonical values on other goroutines at any time, so the walk
+// never writes into one: a value found in the table's reverse record is not
+// descended into (its recorded hash stands for it), and the walk writes only
+// into the object's own parts: a string field whose canonical copy is another
+// allocation, a map entry whose key or value was replaced, a field that now
+// holds a canonical value. Applied to its own output, the walk writes nothing at
+// all: every string is already its canonical copy and every shared part is in
+// the reverse record. That is what makes it safe under client-go's WatchList,
+// which transforms each listed object twice, the second time when its parts are
+// already held by cached objects.
 
 var shareSeed = maphash.MakeSeed()
 
-type shareKey struct {
-	t reflect.Type
-	h uint64
+var (
+	timeType     = reflect.TypeFor[time.Time]()
+	quantityType = reflect.TypeFor[resource.Quantity]()
+)
+
+// sharer walks one object. In a transform it runs under its table's lock with
+// write and trust set; the mutation guard runs it with neither, to hash a
+// canonical value from its content alone.
+type sharer struct {
+	t          *shareTable
+	containers bool // share slices, maps and pointers, not only strings
+	write      bool // intern and share: write into the object's own parts
+	trust      bool // take a canonical value's hash from the table instead of its content
+
+	// For the mutation guard: the object's key and the path to the value being
+	// walked, kept only when the guard is on.
+	track bool
+	key   string
+	path  []pathElem
+
+	topMap unsafe.Pointer // an unstructured object's own map: unique to it, never shared
+	inMeta bool           // walking the metadata map of an unstructured object
 }
 
-type shareEntry struct {
-	p weak.Pointer[byte]
-	n int // slice length; -1 for maps and pointers
+type pathElem struct {
+	field string // a field or map key
+	index int    // a slice index, when field is ""
+	key   bool   // field is a map key
 }
 
-// shareTable is process-wide, like the unique package: equal values are shared
-// across informers and factories.
-var shareTable = struct {
-	sync.Mutex
-	m       map[shareKey][]shareEntry
-	seen    [1 << 16]uint64 // hashes seen once, direct-mapped: admission to m
-	inserts int
-}{m: map[shareKey][]shareEntry{}}
-
-// shareValues makes obj's parts canonical, in place, and interns its strings.
-// obj is a pointer to a typed object or to an unstructured object.
-func shareValues(obj interface{}) {
+// shareObject interns obj's strings and, with containers, shares its slices,
+// maps and pointers, in place. obj is a pointer to a typed object, an
+// *unstructured.Unstructured or a *metav1.PartialObjectMetadata.
+func (t *shareTable) shareObject(obj interface{}, containers bool) {
 	v := reflect.ValueOf(obj)
 	if v.Kind() != reflect.Pointer || v.IsNil() {
 		return
 	}
-	var s sharer
-	s.value(v.Elem(), false)
+	s := sharer{t: t, containers: containers, write: true, trust: true}
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		s.topMap = reflect.ValueOf(u.Object).UnsafePointer()
+	}
+	if containers && t.guard != nil {
+		s.track = true
+		s.key = objectKey(obj)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.objects++
+	s.value(v.Elem())
 }
 
-type sharer struct{}
+// hashValue is the content hash of v, read without writing anything and
+// without trusting the table: what the mutation guard compares.
+func hashValue(v reflect.Value) uint64 {
+	var s sharer
+	h, _ := s.value(v)
+	return h
+}
 
-// value canonicalizes v (addressable when v.CanSet) and returns its content hash.
-func (s *sharer) value(v reflect.Value, inMeta bool) uint64 {
+func objectKey(obj interface{}) string {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return ""
+	}
+	if ns := m.GetNamespace(); ns != "" {
+		return ns + "/" + m.GetName()
+	}
+	return m.GetName()
+}
+
+// value walks v and returns its content hash, and whether v itself was
+// written (which a caller holding a copy of v, as of a map value, must store).
+func (s *sharer) value(v reflect.Value) (uint64, bool) {
 	switch v.Kind() {
 	case reflect.String:
-		str := v.String()
-		if v.CanSet() && str != "" {
-			v.SetString(intern(str))
-		}
-		return maphash.String(shareSeed, str)
+		return s.str(v, false)
 	case reflect.Bool:
 		if v.Bool() {
-			return 1
+			return 1, false
 		}
-		return 2
+		return 2, false
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return mix(uint64(v.Int()), 3)
+		return mix(uint64(v.Int()), 3), false
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		return mix(v.Uint(), 5)
+		return mix(v.Uint(), 5), false
 	case reflect.Float32, reflect.Float64:
-		return mix(math.Float64bits(v.Float()), 7)
+		return mix(math.Float64bits(v.Float()), 7), false
 	case reflect.Struct:
 		return s.structValue(v)
 	case reflect.Pointer:
-		if v.IsNil() {
-			return 11
-		}
-		h := mix(s.value(v.Elem(), false), 13)
-		if v.CanSet() {
-			s.share(v, h, -1)
-		}
-		return h
+		return s.pointer(v)
 	case reflect.Slice:
-		if v.IsNil() {
-			return 17
-		}
-		if v.Type().Elem().Kind() == reflect.Uint8 {
-			return maphash.Bytes(shareSeed, v.Bytes())
-		}
-		h := mix(uint64(v.Len()), 19)
-		for i := range v.Len() {
-			h = mix(h, s.value(v.Index(i), false))
-		}
-		if v.CanSet() && v.Len() > 0 {
-			s.share(v, h, v.Len())
-		}
-		return h
+		return s.slice(v)
 	case reflect.Map:
-		if v.IsNil() {
-			return 23
-		}
-		h := s.mapValue(v)
-		if v.CanSet() {
-			s.share(v, h, -1)
-		}
-		return h
+		return s.mapValue(v)
 	case reflect.Interface:
-		if v.IsNil() {
-			return 29
-		}
-		e := v.Elem()
-		if !v.CanSet() {
-			return s.value(e, false)
-		}
-		c := reflect.New(e.Type()).Elem()
-		c.Set(e)
-		h := s.value(c, false)
-		v.Set(c)
-		return h
+		return s.iface(v)
 	case reflect.Array:
-		h := uint64(31)
+		h, changed := uint64(31), false
 		for i := range v.Len() {
-			h = mix(h, s.value(v.Index(i), false))
+			eh, c := s.value(v.Index(i))
+			h, changed = mix(h, eh), changed || c
 		}
-		return h
+		return h, changed
 	}
-	return 37
+	return 37, false // channels, functions: never in API objects
 }
 
-func (s *sharer) structValue(v reflect.Value) uint64 {
-	t := v.Type()
-	meta := t == objectMetaType
-	h := uint64(41)
-	for i := range v.NumField() {
-		f := v.Field(i)
-		name := t.Field(i).Name
-		if (meta && uniqueMetaFields[name]) || (uniqueFields[name] && f.Kind() == reflect.String) {
-			h = mix(h, maphash.String(shareSeed, f.String())) // unique to one object: not interned
-			continue
-		}
-		h = mix(h, s.value(f, false))
+// str interns a string field. unique marks a string unique to its object (a
+// name, a uid), which is hashed but not interned.
+func (s *sharer) str(v reflect.Value, unique bool) (uint64, bool) {
+	str := v.String()
+	h := maphash.String(shareSeed, str)
+	if unique || !s.write || !v.CanSet() || str == "" || len(str) > maxInternLen {
+		return h, false
 	}
+	c := s.t.internLocked(str, h)
+	if unsafe.StringData(c) == unsafe.StringData(str) {
+		return h, false
+	}
+	v.SetString(c)
+	return h, true
+}
+
+func (s *sharer) structValue(v reflect.Value) (uint64, bool) {
+	switch v.Type() {
+	case timeType:
+		// wall and ext are the instant; the *Location is left out, being
+		// shared by every time of one zone.
+		return mix(mix(v.Field(0).Uint(), uint64(v.Field(1).Int())), 47), false
+	case quantityType:
+		if v.CanAddr() {
+			// A Quantity caches its string form and may switch its
+			// representation when read (String, AsDec): neither is a change
+			// of its value, so the hash reads the value only.
+			q := (*resource.Quantity)(v.Addr().UnsafePointer())
+			return mix(math.Float64bits(q.AsApproximateFloat64()), maphash.String(shareSeed, string(q.Format))), false
+		}
+	}
+	fields := fieldsOf(v.Type())
+	h, changed := uint64(41), false
+	for i := range fields {
+		f := &fields[i]
+		named := s.track && f.name != "" // an inlined field adds nothing to the path
+		if named {
+			s.path = append(s.path, pathElem{field: f.name})
+		}
+		var fh uint64
+		var c bool
+		if f.unique {
+			fh, c = s.str(v.Field(i), true)
+		} else {
+			fh, c = s.value(v.Field(i))
+		}
+		if named {
+			s.path = s.path[:len(s.path)-1]
+		}
+		h, changed = mix(h, fh), changed || c
+	}
+	return h, changed
+}
+
+// canonical returns the table's entry when v's allocation is a canonical value,
+// to be neither descended into nor written. Only in a transform's walk.
+func (s *sharer) canonical(v reflect.Value) *canonEntry {
+	if !s.trust || !s.containers || s.t == nil {
+		return nil
+	}
+	return s.t.canonicalEntry(v.Type(), v.UnsafePointer())
+}
+
+// readOnly walks v without writing, for values that are not the object's own.
+func (s *sharer) readOnly(v reflect.Value) uint64 {
+	w := s.write
+	s.write = false
+	h, _ := s.value(v)
+	s.write = w
 	return h
 }
 
-// mapValue canonicalizes a map's keys and values in place and returns a hash that
-// does not depend on iteration order.
-func (s *sharer) mapValue(m reflect.Value) uint64 {
-	h := mix(uint64(m.Len()), 43)
-	kt, vt := m.Type().Key(), m.Type().Elem()
-	iter := m.MapRange()
+// adopt replaces v (a slice, map or pointer of the object's own) by an equal
+// canonical value, if the table has one.
+func (s *sharer) adopt(v reflect.Value, h uint64, n int) bool {
+	if !s.containers || !s.write || !v.CanSet() {
+		return false
+	}
+	if c := s.t.lookup(v, h, n); c.IsValid() {
+		v.Set(c)
+		return true
+	}
+	return false
+}
+
+// offer offers v as a canonical value.
+func (s *sharer) offer(v reflect.Value, h uint64, n int) {
+	if !s.containers || !s.write || !v.CanSet() {
+		return
+	}
+	if e := s.t.offer(v, h, n); e != nil && s.track {
+		e.g = &guardRecord{key: s.key, path: s.pathString(), holders: 1}
+	}
+}
+
+func (s *sharer) pointer(v reflect.Value) (uint64, bool) {
+	if v.IsNil() {
+		return 11, false
+	}
+	if e := s.canonical(v); e != nil {
+		return e.h, false
+	}
+	eh, _ := s.value(v.Elem())
+	h := mix(eh, 13)
+	if s.adopt(v, h, -1) {
+		return h, true
+	}
+	s.offer(v, h, -1)
+	return h, false
+}
+
+func (s *sharer) slice(v reflect.Value) (uint64, bool) {
+	if v.IsNil() {
+		return 17, false
+	}
+	if v.Type().Elem().Kind() == reflect.Uint8 {
+		return maphash.Bytes(shareSeed, v.Bytes()), false
+	}
+	n := v.Len()
+	if n == 0 {
+		return mix(0, 19), false
+	}
+	if e := s.canonical(v); e != nil {
+		if e.n == n {
+			return e.h, false
+		}
+		return s.readOnly(v), false // a piece of a shared array: read, never written
+	}
+	h := mix(uint64(n), 19)
+	for i := range n {
+		if s.track {
+			s.path = append(s.path, pathElem{index: i})
+		}
+		eh, _ := s.value(v.Index(i))
+		if s.track {
+			s.path = s.path[:len(s.path)-1]
+		}
+		h = mix(h, eh)
+	}
+	if s.adopt(v, h, n) {
+		return h, true
+	}
+	s.offer(v, h, n)
+	return h, false
+}
+
+type mapWrite struct{ k, v reflect.Value }
+
+// mapValue walks a map. Its hash does not depend on iteration order. Keys and
+// values are interned by replacing the entry (Go stores the given key when
+// assigning to an existing one), after the walk and only when the map is the
+// object's own and not replaced by a canonical one.
+func (s *sharer) mapValue(v reflect.Value) (uint64, bool) {
+	if v.IsNil() {
+		return 23, false
+	}
+	n := v.Len()
+	if n == 0 {
+		return mix(0, 43), false
+	}
+	if e := s.canonical(v); e != nil {
+		return e.h, false
+	}
+	inMeta := s.inMeta
+	s.inMeta = false
+	top := v.UnsafePointer() == s.topMap
+	kt, vt := v.Type().Key(), v.Type().Elem()
+	writable := s.write && v.CanSet() && kt.Kind() == reflect.String
+	h := mix(uint64(n), 43)
+	var writes []mapWrite
+	iter := v.MapRange()
 	for iter.Next() {
-		var kh, vh uint64
 		k, val := iter.Key(), iter.Value()
-		if kt.Kind() == reflect.String && m.CanInterface() {
-			ck := reflect.New(kt).Elem()
-			ck.Set(k)
-			kh = s.value(ck, false)
-			cv := reflect.New(vt).Elem()
+		if kt.Kind() != reflect.String {
+			h += mix(s.readOnly(k), s.readOnly(val))
+			continue
+		}
+		ks := k.String()
+		kh := maphash.String(shareSeed, ks)
+		kc := ks
+		if writable && ks != "" && len(ks) <= maxInternLen {
+			kc = s.t.internLocked(ks, kh)
+		}
+		if s.track {
+			s.path = append(s.path, pathElem{field: ks, key: true})
+		}
+		var vh uint64
+		var cv reflect.Value
+		changed := false
+		switch {
+		case vt.Kind() == reflect.String:
+			vh, cv, changed = s.mapString(val, vt, writable && !(inMeta && uniqueMetaKeys[ks]))
+		case !val.CanInterface():
+			vh = s.readOnly(val)
+		default:
+			// A copy, so that a struct value is addressable and a reference
+			// (map, slice, pointer, interface) can be replaced.
+			cv = reflect.New(vt).Elem()
 			cv.Set(val)
-			vh = s.value(cv, false)
-			m.SetMapIndex(ck, cv) // same key: replaces the stored key and value
-		} else {
-			kh, vh = s.value(k, false), s.value(val, false)
+			s.inMeta = top && ks == "metadata"
+			if writable {
+				vh, changed = s.value(cv)
+			} else {
+				vh = s.readOnly(cv)
+			}
+			s.inMeta = false
+		}
+		if s.track {
+			s.path = s.path[:len(s.path)-1]
+		}
+		if unsafe.StringData(kc) != unsafe.StringData(ks) || changed {
+			if !changed {
+				cv = val
+			}
+			writes = append(writes, mapWrite{k: reflect.ValueOf(kc).Convert(kt), v: cv})
 		}
 		h += mix(kh, vh) // commutative: iteration order does not matter
 	}
-	return h
+	if !top && s.adopt(v, h, -1) {
+		return h, true // the map's own entries are left as they were: it is dropped
+	}
+	for _, w := range writes {
+		v.SetMapIndex(w.k, w.v)
+	}
+	if !top {
+		s.offer(v, h, -1)
+	}
+	return h, false
 }
 
-// share replaces v (a settable slice, map or pointer) with an equal canonical
-// value when one exists, or offers v as the canonical value.
-func (s *sharer) share(v reflect.Value, h uint64, n int) {
-	key := shareKey{t: v.Type(), h: h}
-	p := dataPointer(v)
-	if p == nil {
-		return
+// mapString hashes a string map value and returns its canonical copy when
+// that is another allocation.
+func (s *sharer) mapString(val reflect.Value, vt reflect.Type, intern bool) (uint64, reflect.Value, bool) {
+	vs := val.String()
+	vh := maphash.String(shareSeed, vs)
+	if !intern || vs == "" || len(vs) > maxInternLen {
+		return vh, reflect.Value{}, false
 	}
-	shareTable.Lock()
-	defer shareTable.Unlock()
-	entries := shareTable.m[key]
-	live := entries[:0]
-	for _, e := range entries {
-		q := e.p.Value()
-		if q == nil {
-			continue // freed: drop the entry
-		}
-		live = append(live, e)
-		if unsafe.Pointer(q) == p {
-			continue
-		}
-		if e.n != n {
-			continue
-		}
-		cand := fromPointer(v.Type(), unsafe.Pointer(q), n)
-		if reflect.DeepEqual(cand.Interface(), v.Interface()) {
-			v.Set(cand)
-			shareTable.m[key] = live
-			return
-		}
+	c := s.t.internLocked(vs, vh)
+	if unsafe.StringData(c) == unsafe.StringData(vs) {
+		return vh, reflect.Value{}, false
 	}
-	if len(live) == 0 {
-		delete(shareTable.m, key)
-	} else {
-		shareTable.m[key] = live
-	}
-	// Admit a value to the table the second time its hash is seen.
-	slot := &shareTable.seen[h&(uint64(len(shareTable.seen))-1)]
-	if len(live) == 0 && *slot != h {
-		*slot = h
-		return
-	}
-	shareTable.m[key] = append(shareTable.m[key], shareEntry{p: weak.Make((*byte)(p)), n: n})
-	shareTable.inserts++
-	if shareTable.inserts%4096 == 0 {
-		sweepShareTable()
-	}
+	return vh, reflect.ValueOf(c).Convert(vt), true
 }
 
-// sweepShareTable drops entries whose values were freed. Called with the lock held.
-func sweepShareTable() {
-	for k, entries := range shareTable.m {
-		live := entries[:0]
-		for _, e := range entries {
-			if e.p.Value() != nil {
-				live = append(live, e)
+func (s *sharer) iface(v reflect.Value) (uint64, bool) {
+	if v.IsNil() {
+		return 29, false
+	}
+	e := v.Elem()
+	switch e.Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return s.value(e)
+	}
+	if !s.write || !v.CanSet() {
+		return s.readOnly(e), false
+	}
+	if e.Kind() == reflect.String {
+		str := e.String()
+		h := maphash.String(shareSeed, str)
+		if str == "" || len(str) > maxInternLen {
+			return h, false
+		}
+		c := s.t.internLocked(str, h)
+		if unsafe.StringData(c) == unsafe.StringData(str) {
+			return h, false
+		}
+		v.Set(reflect.ValueOf(c).Convert(e.Type()))
+		return h, true
+	}
+	c := reflect.New(e.Type()).Elem()
+	c.Set(e)
+	h, changed := s.value(c)
+	if changed {
+		v.Set(c)
+	}
+	return h, changed
+}
+
+// pathString formats the current path as a field path: spec.containers[0].env.
+func (s *sharer) pathString() string {
+	var b strings.Builder
+	for _, p := range s.path {
+		switch {
+		case p.key:
+			b.WriteString("[")
+			b.WriteString(strconv.Quote(p.field))
+			b.WriteString("]")
+		case p.field != "":
+			if b.Len() > 0 {
+				b.WriteByte('.')
 			}
-		}
-		if len(live) == 0 {
-			delete(shareTable.m, k)
-		} else {
-			shareTable.m[k] = live
+			b.WriteString(p.field)
+		default:
+			b.WriteString("[" + strconv.Itoa(p.index) + "]")
 		}
 	}
+	return b.String()
 }
 
-// dataPointer is the heap object behind a slice, map or pointer value.
-func dataPointer(v reflect.Value) unsafe.Pointer {
-	switch v.Kind() {
-	case reflect.Slice, reflect.Pointer:
-		return v.UnsafePointer()
-	case reflect.Map:
-		return v.UnsafePointer() // the map's runtime header
-	}
-	return nil
+// fieldInfo is what the walk needs of a struct field.
+type fieldInfo struct {
+	name   string // its JSON name in a field path ("" when inlined)
+	unique bool   // a string unique to one object: hashed, never interned
 }
 
-// fromPointer rebuilds a value of type t from the heap object p.
-func fromPointer(t reflect.Type, p unsafe.Pointer, n int) reflect.Value {
-	out := reflect.New(t).Elem()
-	switch t.Kind() {
-	case reflect.Slice:
-		out.Set(reflect.SliceAt(t.Elem(), p, n).Convert(t))
-	case reflect.Pointer:
-		out.Set(reflect.NewAt(t.Elem(), p))
-	case reflect.Map:
-		*(*unsafe.Pointer)(out.Addr().UnsafePointer()) = p
+var fieldCache sync.Map // reflect.Type -> []fieldInfo
+
+func fieldsOf(t reflect.Type) []fieldInfo {
+	if f, ok := fieldCache.Load(t); ok {
+		return f.([]fieldInfo)
 	}
+	meta := t == objectMetaType
+	out := make([]fieldInfo, t.NumField())
+	for i := range out {
+		sf := t.Field(i)
+		name := sf.Name
+		if tag, ok := sf.Tag.Lookup("json"); ok {
+			name, _, _ = strings.Cut(tag, ",")
+		} else if sf.Anonymous || t == unstructuredType {
+			name = ""
+		}
+		out[i] = fieldInfo{
+			name:   name,
+			unique: sf.Type.Kind() == reflect.String && ((meta && uniqueMetaFields[sf.Name]) || uniqueFields[sf.Name]),
+		}
+	}
+	fieldCache.Store(t, out)
 	return out
 }
+
+var unstructuredType = reflect.TypeFor[unstructured.Unstructured]()
 
 func mix(a, b uint64) uint64 {
 	a ^= b + 0x9e3779b97f4a7c15 + (a << 6) + (a >> 2)

@@ -18,11 +18,12 @@ var shareNow = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 
 func TestSharingKeepsObjectsEqual(t *testing.T) {
 	spec := dataset.Spec{Name: "standard", Namespace: "ns"}
+	table := newShareTable(nil)
 	var shared []*corev1.Pod
 	for i := range 40 {
 		p := dataset.NewPod(spec, i, shareNow)
 		want := p.DeepCopy()
-		shareValues(p)
+		table.shareObject(p, true)
 		if !equality.Semantic.DeepEqual(want, p) {
 			t.Fatalf("pod %d changed when shared", i)
 		}
@@ -33,8 +34,19 @@ func TestSharingKeepsObjectsEqual(t *testing.T) {
 	// values enter the table at their second sighting); pods of different apps
 	// must not share.
 	a, b, c := shared[8], shared[16], shared[9]
-	if &a.Spec.Containers[0] != &b.Spec.Containers[0] {
-		t.Error("equal containers of two pods of one app are not shared")
+	// The table's first-sighting filter is a cache: a sighting can be evicted
+	// by another value, which delays sharing to a later sighting. Of the four
+	// later Pods of one app, most must hold one backing array.
+	same := map[*corev1.Container]int{}
+	for _, i := range []int{8, 16, 24, 32} {
+		same[&shared[i].Spec.Containers[0]]++
+	}
+	most := 0
+	for _, n := range same {
+		most = max(most, n)
+	}
+	if most < 3 {
+		t.Errorf("equal containers of pods of one app are not shared: %d distinct arrays among 4 pods", len(same))
 	}
 	if &a.Spec.Containers[0] == &c.Spec.Containers[0] {
 		t.Error("different containers are shared")
@@ -57,8 +69,9 @@ func TestSharingUnstructured(t *testing.T) {
 	}
 	x, y := mk("x"), mk("y")
 	wantX, wantY := x.DeepCopy(), y.DeepCopy()
-	shareValues(x)
-	shareValues(y)
+	table := newShareTable(nil)
+	table.shareObject(x, true)
+	table.shareObject(y, true)
 	if !equality.Semantic.DeepEqual(wantX, x) || !equality.Semantic.DeepEqual(wantY, y) {
 		t.Fatal("unstructured objects changed when shared")
 	}
@@ -69,13 +82,14 @@ func TestSharingUnstructured(t *testing.T) {
 
 func TestSharingIsSafeConcurrently(t *testing.T) {
 	spec := dataset.Spec{Name: "standard", Namespace: "ns"}
+	table := newShareTable(nil)
 	var wg sync.WaitGroup
 	for g := range 4 {
 		wg.Go(func() {
 			for i := range 50 {
 				p := dataset.NewPod(spec, g*50+i, shareNow)
 				want := p.DeepCopy()
-				shareValues(p)
+				table.shareObject(p, true)
 				if !equality.Semantic.DeepEqual(want, p) {
 					t.Errorf("pod changed when shared concurrently")
 					return
@@ -91,22 +105,27 @@ func TestSharingIsSafeConcurrently(t *testing.T) {
 // forgets it.
 func TestSharedValuesAreFreed(t *testing.T) {
 	spec := dataset.Spec{Name: "freed", Namespace: "gone"}
+	table := newShareTable(nil)
 	objs := []kruntime.Object{}
 	for i := range 16 {
 		p := dataset.NewPod(spec, i, shareNow)
-		p.Spec.Containers[0].Image = "unique-to-this-test:1"
-		shareValues(p)
+		table.shareObject(p, true)
 		objs = append(objs, p)
 	}
 	countLive := func() int {
-		shareTable.Lock()
-		defer shareTable.Unlock()
+		table.mu.Lock()
+		defer table.mu.Unlock()
 		n := 0
-		for _, es := range shareTable.m {
+		for _, es := range table.values {
 			for _, e := range es {
 				if e.p.Value() != nil {
 					n++
 				}
+			}
+		}
+		for _, e := range table.strs {
+			if e.p.Value() != nil {
+				n++
 			}
 		}
 		return n
@@ -116,7 +135,7 @@ func TestSharedValuesAreFreed(t *testing.T) {
 	objs = nil
 	runtime.GC()
 	runtime.GC()
-	if after := countLive(); after >= held {
-		t.Errorf("live shared values: %d while objects were held, %d after they were dropped; want fewer", held, after)
+	if after := countLive(); held == 0 || after >= held {
+		t.Errorf("live shared values: %d while objects were held, %d after they were dropped; want some, then fewer", held, after)
 	}
 }

@@ -77,6 +77,15 @@ type Status struct {
 	FailuresByCause map[failure.Reason]int64 `json:"failuresByCause,omitempty"`
 	WatchesStarted  int64                    `json:"watchesStarted"`
 	StalledWatches  int64                    `json:"stalledWatches"`
+	// ForcedGCs counts the garbage collections the heap bound ran during lists
+	// (WithHeapBound), at most maxForcedPerList a list.
+	ForcedGCs int64 `json:"forcedGCs"`
+	// HeapBoundOff says why the heap bound did not apply to the last list,
+	// e.g. "GOGC is set in the environment"; empty when it applied.
+	HeapBoundOff string `json:"heapBoundOff,omitempty"`
+	// Mutations counts shared values of cached objects found changed in place
+	// by the mutation guard (WithMutationGuard).
+	Mutations int64 `json:"mutations"`
 }
 
 // Degraded reports whether the informer has failed at least n times in a row.

@@ -2,8 +2,12 @@ package leanstore
 
 import (
 	"fmt"
+
+	"github.com/go-logr/logr"
 	"reflect"
 	"strings"
+	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -25,6 +29,9 @@ type PruneFunc func(obj runtime.Object) error
 // stripper holds the stripping configuration of a factory and applies it, in a
 // fixed order: managedFields, annotations, prunes for the object's resource, then
 // the user's own transform, then string interning or sharing.
+//
+// Its table of canonical values is its own: each informer's stripper gets one
+// (withTable), so that sharing never links objects of two informers.
 type stripper struct {
 	managedFields      bool
 	annotations        map[string]bool
@@ -34,6 +41,22 @@ type stripper struct {
 	user               cache.TransformFunc
 	intern             bool
 	share              bool
+	guard              bool // the mutation guard, with share
+	table              *shareTable
+}
+
+// withTable returns a copy of s with a table of canonical values of its own, for
+// one informer or one Transformer.
+func (s stripper) withTable() stripper {
+	s.table = nil
+	if s.share || s.intern {
+		var g *guard
+		if s.share && s.guard {
+			g = &guard{}
+		}
+		s.table = newShareTable(g)
+	}
+	return s
 }
 
 // apply strips obj in place and returns it (or what the user's transform
@@ -69,11 +92,14 @@ func (s *stripper) apply(obj interface{}, gr schema.GroupResource) (interface{},
 			return obj, err
 		}
 	}
-	switch {
-	case s.share:
-		shareValues(obj) // interns strings as it goes
-	case s.intern:
-		internStrings(obj)
+	if s.share || s.intern {
+		t := s.table
+		if t == nil {
+			// A stripper copied without withTable: sharing within the object
+			// only, never with another informer's.
+			t = newShareTable(nil)
+		}
+		t.shareObject(obj, s.share) // interns strings as it goes
 	}
 	return obj, nil
 }
@@ -144,17 +170,79 @@ func StripManagedFieldsAndLastApplied(obj interface{}) (interface{}, error) {
 // from their kind: typed objects of client-go's scheme, and unstructured or
 // metadata-only objects that carry apiVersion and kind. Options that concern
 // lists and watches are ignored. The function is idempotent, as client-go
-// requires.
+// requires, and safe to run again on objects whose parts listers are reading,
+// as client-go does under WatchList.
+//
+// With interning or sharing, the returned function has its own table of
+// canonical values: give one informer (or the informers of one resource) a
+// function of its own, and two functions never link their objects. Use
+// NewTransformer for a handle on the mutation guard.
 func Transform(opts ...Option) cache.TransformFunc {
+	return NewTransformer(opts...).Transform
+}
+
+// Transformer is Transform's function with a handle on its table of shared
+// values, to check them with the mutation guard (WithMutationGuard):
+//
+//	t := leanstore.NewTransformer(leanstore.WithSharing(true), leanstore.WithMutationGuard(true))
+//	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTransform(t.Transform))
+//	...
+//	if err := t.CheckMutations(); err != nil { ... } // in a test, after the controller ran
+type Transformer struct {
+	s      stripper
+	logger logr.Logger
+
+	mu        sync.Mutex
+	lastCheck time.Time
+}
+
+// NewTransformer returns a Transformer configured by opts, as Transform.
+func NewTransformer(opts ...Option) *Transformer {
 	o := newOptions(0, opts)
-	s := o.strip
-	return func(obj interface{}) (interface{}, error) {
-		var gr schema.GroupResource
-		if len(s.prunes) > 0 {
-			gr = resourceOf(obj)
-		}
-		return s.apply(obj, gr)
+	return &Transformer{s: o.strip.withTable(), logger: o.logger, lastCheck: time.Now()}
+}
+
+// Transform is a cache.TransformFunc. With the mutation guard on and no
+// informer's Run to check on a schedule, it checks the shared values itself,
+// at most once per guard interval, and logs what changed.
+func (t *Transformer) Transform(obj interface{}) (interface{}, error) {
+	var gr schema.GroupResource
+	if len(t.s.prunes) > 0 {
+		gr = resourceOf(obj)
 	}
+	out, err := t.s.apply(obj, gr)
+	if t.s.table != nil && t.s.table.guard != nil && t.checkDue() {
+		_, fresh := t.s.table.mutations()
+		for _, e := range fresh {
+			t.logger.Error(e, "cached object changed in place", "object", e.Key, "path", e.Path)
+		}
+	}
+	return out, err
+}
+
+func (t *Transformer) checkDue() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if time.Since(t.lastCheck) < guardInterval {
+		return false
+	}
+	t.lastCheck = time.Now()
+	return true
+}
+
+// CheckMutations hashes every value the transformed objects share and returns
+// a *MutationError for each that changed in place since it was shared (joined
+// with errors.Join), naming the object and the field path. It returns nil when
+// nothing changed, or when the guard is off (WithMutationGuard).
+func (t *Transformer) CheckMutations() error {
+	if t.s.table == nil || t.s.table.guard == nil {
+		return nil
+	}
+	all, fresh := t.s.table.mutations()
+	for _, e := range fresh {
+		t.logger.Error(e, "cached object changed in place", "object", e.Key, "path", e.Path)
+	}
+	return joinMutations(all)
 }
 
 // resourceOf guesses the resource of obj from its kind, or returns the zero

@@ -2,6 +2,7 @@ package leanstore_test
 
 import (
 	"errors"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -47,10 +48,16 @@ func everyStrip() cache.TransformFunc {
 			}
 			return nil
 		}),
-		// The user's transform adds a label: idempotent, as client-go requires.
+		// The user's transform adds a label: idempotent, as client-go requires,
+		// and writing nothing when the label is there already, because under
+		// WatchList its second run sees labels that other cached objects share.
+		// It sets a new map rather than writing into the one it was given.
 		leanstore.WithTransform(func(obj interface{}) (interface{}, error) {
 			m := obj.(metav1.Object)
-			l := m.GetLabels()
+			if m.GetLabels()["seen"] == "true" {
+				return obj, nil
+			}
+			l := maps.Clone(m.GetLabels())
 			if l == nil {
 				l = map[string]string{}
 			}

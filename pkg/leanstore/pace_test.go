@@ -1,0 +1,221 @@
+package leanstore
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"testing"
+
+	"github.com/go-logr/logr"
+)
+
+func TestGCPolicyChosen(t *testing.T) {
+	env := func(kv ...string) func(string) string {
+		return func(k string) string {
+			for i := 0; i+1 < len(kv); i += 2 {
+				if kv[i] == k {
+					return kv[i+1]
+				}
+			}
+			return ""
+		}
+	}
+	const noLimit = math.MaxInt64
+	for _, tc := range []struct {
+		name     string
+		getenv   func(string) string
+		gogc     uint64
+		memLimit uint64
+		chosen   bool
+	}{
+		{"defaults", env(), 100, noLimit, false},
+		{"GOGC=100 in the environment", env("GOGC", "100"), 100, noLimit, true},
+		{"GOGC=off", env("GOGC", "off"), math.MaxUint64, noLimit, true},
+		{"GOMEMLIMIT", env("GOMEMLIMIT", "512MiB"), 100, 512 << 20, true},
+		{"SetGCPercent(50)", env(), 50, noLimit, true},
+		{"SetGCPercent(-1)", env(), math.MaxUint64, noLimit, true},
+		{"SetMemoryLimit", env(), 100, 1 << 30, true},
+		{"other variables", env("GODEBUG", "gctrace=1"), 100, noLimit, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := gcPolicyChosen(tc.getenv, tc.gogc, tc.memLimit)
+			if (got != "") != tc.chosen {
+				t.Errorf("gcPolicyChosen = %q, want chosen=%v", got, tc.chosen)
+			}
+		})
+	}
+}
+
+// simulateList runs a pacer the way a list does: objects kept (keep bytes each)
+// and the garbage of decoding them (garbage bytes each), a tick after each, and
+// finish at the end. It returns the collections the pacer forced.
+func simulateList(p *pacer, objects, keep, garbage int) int {
+	kept := make([][]byte, 0, objects)
+	var sink []byte
+	for range objects {
+		kept = append(kept, make([]byte, keep))
+		sink = make([]byte, garbage)
+		sink[0] = 1
+		p.tick()
+	}
+	p.finish()
+	_ = sink
+	keepAlive(kept)
+	return p.forced
+}
+
+//go:noinline
+func keepAlive(v [][]byte) { _ = len(v) }
+
+// processOwnsGC reports whether this test process runs with a GC policy of its
+// own, in which case tests that expect forced collections cannot run.
+func processOwnsGC(t *testing.T) {
+	if off := newPacer(1.25).off; off != "" {
+		t.Skipf("the test process chose its GC policy (%s): the heap bound is off", off)
+	}
+}
+
+func TestPacerForcesCollectionsAndCountsThem(t *testing.T) {
+	processOwnsGC(t)
+	tr := newTracker("test/pods", "pods", "protobuf", logr.Discard(), nil)
+	p := newPacer(1.25).reportTo(tr)
+	forced := simulateList(p, 2000, 4<<10, 32<<10)
+	if forced == 0 {
+		t.Fatal("a list with 64 MB of garbage forced no collection")
+	}
+	if st := tr.status(); st.ForcedGCs != int64(forced) || st.HeapBoundOff != "" {
+		t.Errorf("status: %d forced collections, heap bound off %q; want %d and on", st.ForcedGCs, st.HeapBoundOff, forced)
+	}
+}
+
+func TestPacerCapsCollectionsPerList(t *testing.T) {
+	processOwnsGC(t)
+	// 8 MB live: the runtime collects after about 8 MB of garbage, the heap
+	// bound after 2 MB. 300 heap checks with 4 MB of garbage each: every
+	// check collects, up to the maximum.
+	ballast := make([][]byte, 8)
+	for i := range ballast {
+		ballast[i] = make([]byte, 1<<20)
+	}
+	runtime.GC()
+	forced := simulateList(newPacer(1.25), 300*paceEvery, 0, 64<<10)
+	runtime.KeepAlive(ballast)
+	if forced != maxForcedPerList {
+		t.Errorf("forced %d collections in one list, want the maximum, %d", forced, maxForcedPerList)
+	}
+	// The next list has a budget of its own.
+	if again := simulateList(newPacer(1.25), 4*paceEvery, 0, 64<<10); again == 0 {
+		t.Error("the next list forced no collection")
+	}
+}
+
+// TestPacerRespectsTheProcessGCSettings sets the process's GC percentage and
+// memory limit as a program would, through runtime/debug, and restores them:
+// the pacer must force nothing and say why.
+func TestPacerRespectsTheProcessGCSettings(t *testing.T) {
+	processOwnsGC(t)
+	for _, tc := range []struct {
+		name string
+		set  func() (restore func())
+		want string
+	}{
+		{"SetGCPercent", func() func() {
+			old := debug.SetGCPercent(150)
+			return func() { debug.SetGCPercent(old) }
+		}, "SetGCPercent"},
+		{"SetMemoryLimit", func() func() {
+			old := debug.SetMemoryLimit(8 << 30)
+			return func() { debug.SetMemoryLimit(old) }
+		}, "SetMemoryLimit"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			restore := tc.set()
+			defer restore()
+			tr := newTracker("test/pods", "pods", "protobuf", logr.Discard(), nil)
+			p := newPacer(1.25).reportTo(tr)
+			if forced := simulateList(p, 2000, 4<<10, 32<<10); forced != 0 {
+				t.Errorf("forced %d collections in a process that set its own GC policy", forced)
+			}
+			if st := tr.status(); st.ForcedGCs != 0 || !strings.Contains(st.HeapBoundOff, tc.want) {
+				t.Errorf("status: %d forced, heap bound off %q; want 0 and a reason naming %s", st.ForcedGCs, st.HeapBoundOff, tc.want)
+			}
+		})
+	}
+	// Set in the middle of a list: respected from then on.
+	p := newPacer(1.25)
+	old := debug.SetGCPercent(300)
+	forced := simulateList(p, 2000, 4<<10, 32<<10)
+	debug.SetGCPercent(old)
+	if forced != 0 || p.off == "" {
+		t.Errorf("GC percentage set during a list: %d collections forced after it (heap bound off: %q), want 0", forced, p.off)
+	}
+}
+
+const pacerHelperEnv = "LEANSTORE_PACER_HELPER"
+
+// TestPacerRespectsGOGCInTheEnvironment runs the pacer in child processes: one
+// started with GOGC=100 (the default value, but chosen by the process's owner)
+// and one with GOMEMLIMIT, which must force nothing, and one with neither, which
+// must force collections.
+func TestPacerRespectsGOGCInTheEnvironment(t *testing.T) {
+	if os.Getenv(pacerHelperEnv) != "" {
+		t.Skip("in the helper process")
+	}
+	base := []string{pacerHelperEnv + "=1"}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "GOGC=") && !strings.HasPrefix(kv, "GOMEMLIMIT=") {
+			base = append(base, kv)
+		}
+	}
+	for _, tc := range []struct {
+		env    string
+		forces bool
+	}{
+		{"GOGC=100", false},
+		{"GOMEMLIMIT=64GiB", false},
+		{"", true},
+	} {
+		t.Run(fmt.Sprintf("env=%q", tc.env), func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestPacerHelperProcess$", "-test.short", "-test.count=1")
+			cmd.Env = append([]string(nil), base...)
+			if tc.env != "" {
+				cmd.Env = append(cmd.Env, tc.env)
+			}
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("helper: %v\n%s", err, out)
+			}
+			var forced int
+			var off string
+			for _, line := range strings.Split(string(out), "\n") {
+				if rest, ok := strings.CutPrefix(line, "pacer: "); ok {
+					n, _ := fmt.Sscanf(rest, "forced=%d", &forced)
+					if n != 1 {
+						t.Fatalf("helper printed %q", line)
+					}
+					_, off, _ = strings.Cut(rest, " off=")
+				}
+			}
+			if tc.forces && forced == 0 {
+				t.Errorf("with %q: no collection forced (off=%q)\n%s", tc.env, off, out)
+			}
+			if !tc.forces && (forced != 0 || off == "") {
+				t.Errorf("with %q: %d collections forced (off=%q), want none and a reason", tc.env, forced, off)
+			}
+		})
+	}
+}
+
+// TestPacerHelperProcess is the child of TestPacerRespectsGOGCInTheEnvironment.
+func TestPacerHelperProcess(t *testing.T) {
+	if os.Getenv(pacerHelperEnv) == "" {
+		t.Skip("only as a helper process")
+	}
+	p := newPacer(1.25)
+	forced := simulateList(p, 2000, 4<<10, 32<<10)
+	fmt.Printf("pacer: forced=%d off=%s\n", forced, p.off)
+}

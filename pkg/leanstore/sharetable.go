@@ -1,0 +1,331 @@
+package leanstore
+
+import (
+	"math"
+	"reflect"
+	"strings"
+	"sync"
+	"unsafe"
+	"weak"
+)
+
+// shareTable holds the canonical values of one informer (or of one Transformer):
+// strings for interning, and the slices, maps and pointers that sharing gives
+// to every object holding an equal value. Each informer has its own table, so
+// sharing never links objects of two informers, two resource types or two
+// factories: a Service's selector never becomes the map that holds a Pod's
+// labels.
+//
+// Every entry is a weak pointer: a canonical value that no cached object holds
+// any more is freed by the garbage collector, and its entry is dropped at the
+// next sweep. While one object holds a value, the entry stays, so an equal value
+// decoded later (a watch event an hour on) gets the same copy. The unique
+// package, which interning used before, forgets a string at the first garbage
+// collection after its handle is dropped, so equal strings decoded in different
+// GC cycles stayed apart.
+//
+// A value enters the table the second time its hash is seen, in another
+// allocation of another object (secondSighting): values unique to one object
+// (its status, its IPs, its name) cost no entry, a value repeated inside one
+// object is not worth one, and a second pass over the same object (client-go
+// transforms an object twice under WatchList) is not a second sighting. The
+// first object to hold a value keeps its own copy.
+type shareTable struct {
+	mu sync.Mutex
+
+	strs map[uint64]strEntry // by content hash
+
+	// values maps a type and a content hash to the canonical values with them.
+	values map[shareKey][]*canonEntry
+	// canonical is the reverse record: a canonical value's allocation (and
+	// type) to its entry. A value found there is never descended into or
+	// written: other cached objects, read by listers, hold it.
+	canonical map[revKey]*canonEntry
+
+	seen    []uint64 // first sightings, by hash: see sighting
+	firsts  int      // first sightings recorded since seen last grew
+	objects uint64   // objects walked: the sequence number of the current one
+	inserts int      // entries added since the last sweep
+
+	guard *guard // nil unless the mutation guard is on
+}
+
+type strEntry struct {
+	p weak.Pointer[byte]
+	n int
+}
+
+type shareKey struct {
+	t reflect.Type
+	h uint64
+}
+
+// revKey is an allocation's address, as a number: looking a value up must not
+// attach a weak handle to every slice and map of every object. An entry is
+// valid only while its weak pointer still yields that address.
+type revKey struct {
+	p uintptr
+	t reflect.Type
+}
+
+// canonEntry is one canonical slice, map or pointer.
+type canonEntry struct {
+	p weak.Pointer[byte]
+	t reflect.Type
+	n int    // slice length; -1 for maps and pointers
+	h uint64 // content hash when the value entered the table
+	g *guardRecord
+}
+
+// sighting packs a first sighting into a slot of the seen filter: 32 bits of
+// the value's hash (bits 11 to 42: the slot's index holds the bits below, and
+// the tag keeps those a grown filter's index needs), 16 bits of its address and
+// 16 bits of the object's sequence number, as numbers that keep nothing alive.
+// The address tells the same value seen again (client-go's second pass over an
+// object) from a second value with the same hash; the sequence number tells a
+// value repeated inside one object (a Pod's IP in status.podIP and
+// status.podIPs), not worth an entry, from one repeated by two objects. Either
+// can be fooled, rarely, which costs a missed or an extra entry and never a
+// wrong value: values are compared before they are shared.
+//
+// The address is hashed first: objects decoded alike allocate alike, and the
+// low bits of two values' addresses are often equal (values exactly 512 KiB
+// apart, one every few objects), which made second sightings look like the same
+// value seen again.
+func sighting(h uint64, p uintptr, obj uint64) uint64 {
+	return uint64(uint32(h>>tagShift))<<32 | uint64(uint16(mix(uint64(p), 53)))<<16 | uint64(uint16(obj))
+}
+
+const (
+	tagShift = 11 // log2(minSeenSlots)
+	tagMask  = 0xffffffff_00000000
+	addrMask = 0x00000000_ffff0000
+	seqMask  = 0x00000000_0000ffff
+
+	// The filter doubles whenever its first sightings fill half its slots,
+	// from minSeenSlots (16 KiB, for the many informers of a few objects) to
+	// maxSeenSlots (512 KiB, the size of the process-wide filter sharing used
+	// before tables were per informer).
+	minSeenSlots = 1 << tagShift
+	maxSeenSlots = 1 << 16
+	sweepEvery   = 4096 // entries added between sweeps of freed ones
+)
+
+func newShareTable(g *guard) *shareTable {
+	return &shareTable{
+		strs:      map[uint64]strEntry{},
+		values:    map[shareKey][]*canonEntry{},
+		canonical: map[revKey]*canonEntry{},
+		seen:      make([]uint64, minSeenSlots),
+		guard:     g,
+	}
+}
+
+// secondSighting reports whether a value with hash h at address p has been
+// seen before at another address in another object, and records this sighting
+// otherwise. The filter is two-way associative: a hash has two slots, and a new
+// sighting replaces the older of them, so that two values of every object of a
+// kind that fall on the same slots do not evict each other for ever. Called
+// with t.mu held.
+func (t *shareTable) secondSighting(h uint64, p uintptr) bool {
+	i := h & uint64(len(t.seen)-1) &^ 1
+	pair := t.seen[i : i+2 : i+2]
+	now := sighting(h, p, t.objects)
+	for j, slot := range pair {
+		if slot == 0 || slot&tagMask != now&tagMask {
+			continue // empty, or another hash
+		}
+		switch {
+		case slot&seqMask == now&seqMask:
+			return false // the same object: keep its first sighting
+		case slot&addrMask != now&addrMask:
+			return true
+		}
+		pair[j] = now // the same value seen again
+		return false
+	}
+	age := func(slot uint64) uint64 {
+		if slot == 0 {
+			return math.MaxUint64
+		}
+		return (t.objects - slot) & seqMask
+	}
+	if age(pair[0]) >= age(pair[1]) {
+		pair[0] = now
+	} else {
+		pair[1] = now
+	}
+	if t.firsts++; 2*t.firsts >= len(t.seen) && len(t.seen) < maxSeenSlots {
+		t.grow()
+	}
+	return false
+}
+
+// grow doubles the filter and moves each sighting to its pair in the grown
+// one, by the hash bit its tag keeps. Called with t.mu held.
+func (t *shareTable) grow() {
+	n := len(t.seen)
+	grown := make([]uint64, 2*n)
+	bit := uint64(n) >> tagShift // n's bit of the hash, in the tag (n >= 1<<tagShift)
+	for i, slot := range t.seen {
+		if slot == 0 {
+			continue
+		}
+		j := uint64(i)
+		if (slot>>32)&bit != 0 {
+			j += uint64(n)
+		}
+		grown[j] = slot
+	}
+	t.seen = grown
+	t.firsts = 0
+}
+
+// internLocked returns the canonical string equal to s (whose hash is h), which
+// may be s itself. A string seen for the second time becomes canonical as a
+// copy of its own, so that a canonical string never keeps alive the buffer a
+// decoder may have cut it from. Called with t.mu held.
+func (t *shareTable) internLocked(s string, h uint64) string {
+	if e, ok := t.strs[h]; ok {
+		if p := e.p.Value(); p != nil {
+			if c := unsafe.String(p, e.n); c == s {
+				return c
+			}
+			return s // another string with the same hash: left alone
+		}
+	}
+	if !t.secondSighting(h, uintptr(unsafe.Pointer(unsafe.StringData(s)))) {
+		return s
+	}
+	c := strings.Clone(s)
+	t.strs[h] = strEntry{p: weak.Make(unsafe.StringData(c)), n: len(c)}
+	t.added()
+	return c
+}
+
+// canonicalEntry returns the entry of the canonical value at p (a slice's
+// array, a map's header, a pointer's target) of type typ, if p is one.
+// Called with t.mu held.
+func (t *shareTable) canonicalEntry(typ reflect.Type, p unsafe.Pointer) *canonEntry {
+	if p == nil {
+		return nil
+	}
+	k := revKey{p: uintptr(p), t: typ}
+	e := t.canonical[k]
+	if e == nil {
+		return nil
+	}
+	if unsafe.Pointer(e.p.Value()) != p {
+		delete(t.canonical, k) // freed, and the address reused
+		return nil
+	}
+	return e
+}
+
+// lookup returns a canonical value equal to v (a slice, map or pointer whose
+// content hash is h), or an invalid Value. Called with t.mu held.
+func (t *shareTable) lookup(v reflect.Value, h uint64, n int) reflect.Value {
+	key := shareKey{t: v.Type(), h: h}
+	for _, e := range t.values[key] {
+		if e.n != n {
+			continue
+		}
+		q := e.p.Value()
+		if q == nil {
+			continue // freed: the next sweep drops it
+		}
+		cand := fromPointer(v.Type(), unsafe.Pointer(q), n)
+		if reflect.DeepEqual(cand.Interface(), v.Interface()) {
+			if e.g != nil {
+				e.g.holders++
+			}
+			return cand
+		}
+	}
+	return reflect.Value{}
+}
+
+// offer makes v canonical if its hash was seen before in another value, and
+// returns its new entry (nil if it did not enter). Called with t.mu held.
+func (t *shareTable) offer(v reflect.Value, h uint64, n int) *canonEntry {
+	p := dataPointer(v)
+	if p == nil || !t.secondSighting(h, uintptr(p)) {
+		return nil
+	}
+	e := &canonEntry{p: weak.Make((*byte)(p)), t: v.Type(), n: n, h: h}
+	k := shareKey{t: e.t, h: h}
+	t.values[k] = append(t.values[k], e)
+	t.canonical[revKey{p: uintptr(p), t: e.t}] = e
+	t.added()
+	return e
+}
+
+func (t *shareTable) added() {
+	if t.inserts++; t.inserts >= sweepEvery {
+		t.sweep()
+	}
+}
+
+// sweep drops the entries of values the garbage collector has freed. Called
+// with t.mu held.
+func (t *shareTable) sweep() {
+	t.inserts = 0
+	for h, e := range t.strs {
+		if e.p.Value() == nil {
+			delete(t.strs, h)
+		}
+	}
+	for k, entries := range t.values {
+		live := entries[:0]
+		for _, e := range entries {
+			if e.p.Value() != nil {
+				live = append(live, e)
+			}
+		}
+		clear(entries[len(live):])
+		if len(live) == 0 {
+			delete(t.values, k)
+		} else {
+			t.values[k] = live
+		}
+	}
+	for k, e := range t.canonical {
+		if uintptr(unsafe.Pointer(e.p.Value())) != k.p {
+			delete(t.canonical, k)
+		}
+	}
+}
+
+// entries returns the live canonical values, for the mutation guard.
+func (t *shareTable) entries() []*canonEntry {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]*canonEntry, 0, len(t.canonical))
+	for _, e := range t.canonical {
+		out = append(out, e)
+	}
+	return out
+}
+
+// dataPointer is the allocation behind a slice, map or pointer value.
+func dataPointer(v reflect.Value) unsafe.Pointer {
+	switch v.Kind() {
+	case reflect.Slice, reflect.Pointer, reflect.Map:
+		return v.UnsafePointer() // a map's is its runtime header
+	}
+	return nil
+}
+
+// fromPointer rebuilds a value of type t from the allocation p.
+func fromPointer(t reflect.Type, p unsafe.Pointer, n int) reflect.Value {
+	out := reflect.New(t).Elem()
+	switch t.Kind() {
+	case reflect.Slice:
+		out.Set(reflect.SliceAt(t.Elem(), p, n).Convert(t))
+	case reflect.Pointer:
+		out.Set(reflect.NewAt(t.Elem(), p))
+	case reflect.Map:
+		*(*unsafe.Pointer)(out.Addr().UnsafePointer()) = p
+	}
+	return out
+}
