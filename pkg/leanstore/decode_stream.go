@@ -60,12 +60,15 @@ func (d *protoDecoder) decodeListStream(body io.Reader, gr schema.GroupResource,
 			if err != nil {
 				return res, "", decodeError(gr, fmt.Errorf("read list of %s: %w", gr, err))
 			}
-			_ = eachField(b, func(fn protowire.Number, ft protowire.Type, v []byte) error {
+			err = eachField(b, func(fn protowire.Number, ft protowire.Type, v []byte) error {
 				if fn == typeMetaKind && ft == protowire.BytesType {
 					kind = string(v)
 				}
 				return nil
 			})
+			if err != nil {
+				return res, "", decodeError(gr, fmt.Errorf("list of %s: its type: %w", gr, err))
+			}
 		case num == unknownRaw && kind == "Status":
 			b, err := d.readN(r, n)
 			if err != nil {
