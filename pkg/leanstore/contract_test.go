@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	clientfeatures "k8s.io/client-go/features"
 	clientfeaturestesting "k8s.io/client-go/features/testing"
+	"k8s.io/client-go/dynamic"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
@@ -363,5 +364,40 @@ func TestStreamingAutoFollowsTheWatchListClientGate(t *testing.T) {
 	}
 	if st := inf.Status(); st.ListPath != leanstore.ListPathPaged || !strings.Contains(st.ListPathReason, "WatchListClient") {
 		t.Errorf("list path %q (%q), want LIST because of the gate", st.ListPath, st.ListPathReason)
+	}
+}
+
+// TestShutdownIsNotAFailure stops informers of every factory: a watch that
+// ends because its informer stops is no failure (client-go's stream watcher
+// turned the cancelled read into an ERROR event, which was reported).
+func TestShutdownIsNotAFailure(t *testing.T) {
+	leakcheck.Check(t)
+	ctx := testContext(t, time.Minute)
+	ns := srv.NewNamespace(t)
+	seedPods(t, ctx, ns, 3)
+	for _, flavour := range []string{"typed", "dynamic", "metadata"} {
+		t.Run(flavour, func(t *testing.T) {
+			runCtx, stop := context.WithCancel(ctx)
+			var f leanFactory
+			var inf *leanstore.Informer
+			switch flavour {
+			case "dynamic":
+				df := leanstore.NewDynamicSharedInformerFactory(dynamic.NewForConfigOrDie(srv.Config), 0, leanstore.WithNamespace(ns))
+				inf = df.ForResource(dataset.PodsGVR).Informer().(*leanstore.Informer)
+				df.StartWithContext(runCtx)
+				f = df
+			default:
+				f, inf = startLean(t, runCtx, srv.Config, flavour, leanstore.WithNamespace(ns))
+			}
+			if !cache.WaitForCacheSync(runCtx.Done(), inf.HasSynced) {
+				t.Fatal("informer did not sync")
+			}
+			time.Sleep(200 * time.Millisecond) // the watch is open
+			stop()
+			f.Shutdown()
+			if st := inf.Status(); len(st.FailuresByCause) != 0 {
+				t.Errorf("stopping reported failures: %v (last %q)", st.FailuresByCause, st.LastError)
+			}
+		})
 	}
 }

@@ -179,6 +179,11 @@ func (w *leanWatch) run(ctx context.Context) {
 				}
 				ev.Object = o
 			case watch.Error:
+				if ctx.Err() != nil {
+					// client-go's stream watcher turns the cancelled read of a
+					// watch that is being stopped into an ERROR event: not a failure.
+					return
+				}
 				err := apierrors.FromObject(ev.Object)
 				if isExpired(err) {
 					// An expiry on a watch that lived lists at once; one that ends
