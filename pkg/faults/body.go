@@ -249,6 +249,9 @@ type shapedBody struct {
 	client context.Context
 	sent   int
 	start  time.Time
+	// missed is called once when a Cut or Truncate never acted: the whole
+	// body was shorter than where it cuts.
+	missed func()
 }
 
 func (b *shapedBody) Read(p []byte) (int, error) {
@@ -290,6 +293,10 @@ func (b *shapedBody) Read(p []byte) (int, error) {
 	}
 	n, err := b.ReadCloser.Read(p)
 	b.sent += n
+	if err == io.EOF && (b.fault.kind == cut || b.fault.kind == truncate) && b.sent < b.fault.n && b.missed != nil {
+		b.missed()
+		b.missed = nil
+	}
 	return n, err
 }
 

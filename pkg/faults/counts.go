@@ -18,7 +18,8 @@ type Counts struct {
 	// not for a resource are under "".
 	ByResourceVerb map[string]map[Verb]int
 	// Faulted counts the requests a rule acted on, plus the streams that
-	// EndWatches acted on.
+	// EndWatches acted on. A Cut or Truncate of a body shorter than where it
+	// cuts did not act: the client got the whole body, so it is not counted.
 	Faulted int
 	// BytesToClient is the number of response body bytes written to clients.
 	// Responses pass through uncompressed (the proxy asks the server for the

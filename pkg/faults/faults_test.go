@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -207,6 +208,44 @@ func TestGone(t *testing.T) {
 	}
 }
 
+// A Gone rule with ResourceVersionAtMost acts as a compacted server: watches
+// from that resourceVersion or older expire, every time; a watch from a newer
+// one, or from now, works.
+func TestGoneForCompactedResourceVersions(t *testing.T) {
+	leakcheck.Check(t)
+	e := newEnv(t, "protobuf")
+	e.seed(t, 2)
+	l, err := e.cs.CoreV1().ConfigMaps(e.ns).List(e.ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rv, err := strconv.ParseUint(l.ResourceVersion, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.p.AddRule(faults.Rule{Match: faults.Match{Resource: "configmaps", Verb: faults.Watch, ResourceVersionAtMost: rv}, Fault: faults.Gone()})
+	for range 2 {
+		evs, closed := events(t, e.watch(t, metav1.ListOptions{ResourceVersion: l.ResourceVersion}), 10*time.Second)
+		if !closed || len(evs) != 1 || !apierrors.IsResourceExpired(errorStatus(t, evs)) {
+			t.Fatalf("watch from the compacted %s gave %v (closed %v), want one 410 and the end", l.ResourceVersion, types(evs), closed)
+		}
+	}
+	if _, err := e.cs.CoreV1().ConfigMaps(e.ns).Create(e.ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "newer"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, from := range []string{"", "0"} {
+		evs, _ := events(t, e.watch(t, metav1.ListOptions{ResourceVersion: from}), 2*time.Second)
+		for _, ev := range evs {
+			if ev.Type == watch.Error {
+				t.Errorf("watch from %q: %v, want no expiry", from, ev.Object)
+			}
+		}
+	}
+	if c := e.p.Counts(); c.Faulted != 2 {
+		t.Errorf("Faulted %d, want the 2 watches from the compacted resourceVersion", c.Faulted)
+	}
+}
+
 func TestGoneAfterEventsBreaksStreamingList(t *testing.T) {
 	leakcheck.Check(t)
 	for _, enc := range encodings {
@@ -386,6 +425,32 @@ func TestCut(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A Cut or Truncate placed past the end of a body does not act: the client
+// gets the whole body, and the request is not counted as faulted (a harness
+// that checks every faulted request surfaced an error relies on it).
+func TestCutPastTheBodyIsNotAFault(t *testing.T) {
+	leakcheck.Check(t)
+	for _, f := range []faults.Fault{faults.Cut(1 << 20), faults.Truncate(1 << 20)} {
+		e := newEnv(t, "protobuf")
+		e.seed(t, 3)
+		remove := e.p.AddRule(faults.Rule{Match: faults.Match{Resource: "configmaps", Verb: faults.List}, Fault: f})
+		if err := e.listOnce(); err != nil {
+			t.Errorf("%v past the body: %v, want the whole list", f, err)
+		}
+		if c := e.p.Counts(); c.Faulted != 0 || c.ByVerb[faults.List] != 1 {
+			t.Errorf("%v past the body: Faulted %d of %d lists, want 0 of 1", f, c.Faulted, c.ByVerb[faults.List])
+		}
+		remove()
+		e.p.AddRule(faults.Rule{Match: faults.Match{Resource: "configmaps", Verb: faults.List}, Fault: faults.Cut(100)})
+		if err := e.listOnce(); err == nil {
+			t.Errorf("Cut(100) of a list of 3: decoded")
+		}
+		if c := e.p.Counts(); c.Faulted != 1 {
+			t.Errorf("Cut(100) of a list of 3: Faulted %d, want 1", c.Faulted)
+		}
 	}
 }
 

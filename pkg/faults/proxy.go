@@ -275,6 +275,14 @@ func (p *Proxy) addBytes(n int) {
 	p.mu.Unlock()
 }
 
+// unfault takes back the count of a request whose fault never acted: a Cut or
+// Truncate after more bytes than the whole body.
+func (p *Proxy) unfault() {
+	p.mu.Lock()
+	p.counts.Faulted--
+	p.mu.Unlock()
+}
+
 // modifyResponse wraps the upstream body with the request's fault: frame by
 // frame for a watch stream, byte by byte otherwise, and counts what passes.
 func (p *Proxy) modifyResponse(resp *http.Response) error {
@@ -308,7 +316,7 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	}
 	switch c.fault.kind {
 	case stall, cut, truncate, slow:
-		body = &shapedBody{ReadCloser: body, fault: c.fault, client: c.client}
+		body = &shapedBody{ReadCloser: body, fault: c.fault, client: c.client, missed: p.unfault}
 		lengthChanges = lengthChanges || c.fault.kind == truncate
 	}
 	if lengthChanges {

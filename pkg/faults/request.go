@@ -34,6 +34,8 @@ type request struct {
 	Namespace string
 	Name      string
 	Verb      Verb
+	// ResourceVersion is the resourceVersion query parameter, "" when absent.
+	ResourceVersion string
 }
 
 // describe parses the path and query of a Kubernetes API request:
@@ -80,6 +82,7 @@ func describe(r *http.Request) request {
 	}
 
 	q := r.URL.Query()
+	req.ResourceVersion = q.Get("resourceVersion")
 	isWatch := legacyWatch || q.Get("watch") == "true" || q.Get("watch") == "1"
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:

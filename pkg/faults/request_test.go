@@ -18,7 +18,7 @@ func TestDescribe(t *testing.T) {
 		{"GET", "/api/v1/namespaces/ns1/pods", request{Resource: "pods", Namespace: "ns1", Verb: List}},
 		{"GET", "/api/v1/pods?limit=500", request{Resource: "pods", Verb: List}},
 		{"GET", "/api/v1/namespaces/ns1/pods/p1", request{Resource: "pods", Namespace: "ns1", Name: "p1", Verb: Get}},
-		{"GET", "/api/v1/namespaces/ns1/pods?watch=true&resourceVersion=5", request{Resource: "pods", Namespace: "ns1", Verb: Watch}},
+		{"GET", "/api/v1/namespaces/ns1/pods?watch=true&resourceVersion=5", request{Resource: "pods", Namespace: "ns1", Verb: Watch, ResourceVersion: "5"}},
 		{"GET", "/api/v1/pods?watch=1", request{Resource: "pods", Verb: Watch}},
 		{"GET", "/api/v1/pods?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan", request{Resource: "pods", Verb: WatchList}},
 		{"GET", "/api/v1/watch/namespaces/ns1/pods", request{Resource: "pods", Namespace: "ns1", Verb: Watch}},

@@ -1,6 +1,9 @@
 package faults
 
-import "math/rand/v2"
+import (
+	"math/rand/v2"
+	"strconv"
+)
 
 // Match selects requests. A zero field matches anything, so the zero Match
 // selects every request.
@@ -14,12 +17,25 @@ type Match struct {
 	// Verb selects one verb. Watch and WatchList are distinct: a rule for
 	// Watch leaves streaming lists alone, and the reverse.
 	Verb Verb
+	// ResourceVersionAtMost, when not zero, selects only requests from a
+	// resourceVersion at or below it: with Gone on watches, a server that
+	// compacted its history at that resourceVersion, where every watch from
+	// an older point expires and a watch from a newer one (or from now) works.
+	ResourceVersionAtMost uint64
 }
 
 func (m Match) matches(r request) bool {
 	return (m.Resource == "" || m.Resource == r.Resource) &&
 		(m.Namespace == "" || m.Namespace == r.Namespace) &&
-		(m.Verb == "" || m.Verb == r.Verb)
+		(m.Verb == "" || m.Verb == r.Verb) &&
+		(m.ResourceVersionAtMost == 0 || resourceVersionAtMost(r.ResourceVersion, m.ResourceVersionAtMost))
+}
+
+// resourceVersionAtMost reports whether rv is a resourceVersion at or below
+// limit; "" (from now) and "0" (any) are not, as a server never expires them.
+func resourceVersionAtMost(rv string, limit uint64) bool {
+	n, err := strconv.ParseUint(rv, 10, 64)
+	return err == nil && n > 0 && n <= limit
 }
 
 // Rule applies a Fault to the requests a Match selects. Rules are tried in the
