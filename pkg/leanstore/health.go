@@ -36,11 +36,51 @@ func newHealth(t *tracker, b Backoff) *health {
 	return &health{tracker: t, backoff: newBackoffState(b), expiry: newBackoffState(b)}
 }
 
-// failed reports a failure and waits out the backoff; false means ctx ended.
-func (h *health) failed(ctx context.Context, f Failure, err error) bool {
+// failed reports a failure and waits out the backoff, or less when probe
+// says the server is healed (see waitOrHealed); false means ctx ended.
+func (h *health) failed(ctx context.Context, f Failure, err error, probe func(context.Context) error) bool {
 	d := h.backoff.delay()
 	h.report(ctx, f, err, d)
-	return sleep(ctx, d)
+	return h.waitOrHealed(ctx, f, d, probe)
+}
+
+// probeEvery is how often a backing-off informer asks the server, with a
+// request much cheaper than the one that failed, whether the fault is gone.
+// The backoff bounds the costly retries (a whole list); the probes bound how
+// long an informer stays stale after the fault is lifted: about probeEvery,
+// where a backoff grown to 30 s (and jittered up to 60 s) kept it stale for
+// that long. One probe a second keeps a failing informer's requests well
+// under 5 a second.
+const probeEvery = time.Second
+
+// waitOrHealed waits d, but calls probe every probeEvery meanwhile and returns
+// as soon as one succeeds: the failed request can be retried at once. A probe
+// that fails is a failed request like any other and is reported as f, with
+// the wait still left as its next delay: nothing the server refuses goes
+// unreported. A nil probe just waits. False means ctx ended.
+func (h *health) waitOrHealed(ctx context.Context, f Failure, d time.Duration, probe func(context.Context) error) bool {
+	if probe == nil || d <= probeEvery {
+		return sleep(ctx, d)
+	}
+	deadline := time.Now().Add(d)
+	for {
+		left := time.Until(deadline)
+		if left <= probeEvery {
+			return sleep(ctx, left)
+		}
+		if !sleep(ctx, probeEvery) {
+			return false
+		}
+		err := probe(ctx)
+		if err == nil {
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		f.Probe = true
+		h.report(ctx, f, err, time.Until(deadline))
+	}
 }
 
 // report reports a failure after which the informer retries after next.

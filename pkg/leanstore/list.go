@@ -51,14 +51,19 @@ func (lw *listWatch) list(ctx context.Context, rv string) (listResult, error) {
 	streamFailure := listFailure
 	streamFailure.Streaming = true
 	pace := newPacer(lw.opts.heapBound).reportTo(lw.health.tracker)
+	// streamFailures counts this list's failed streaming lists: after
+	// maxStreamFailures the list uses a paged LIST, whose failures are
+	// retried with cheap probes (see waitOrHealed) and so recover as soon as
+	// the server does.
+	streamFailures, pagedWhy := 0, ""
 	for {
 		if err := lw.src.resolve(ctx); err != nil {
-			if !lw.health.failed(ctx, listFailure, err) {
+			if !lw.health.failed(ctx, listFailure, err, nil) {
 				return listResult{}, ctx.Err()
 			}
 			continue
 		}
-		if lw.useStreaming() {
+		if lw.useStreaming() && streamFailures < maxStreamFailures {
 			res, err := lw.streamingList(ctx, rv, pace)
 			if err == nil {
 				pace.finish()
@@ -89,7 +94,12 @@ func (lw *listWatch) list(ctx context.Context, rv string) (listResult, error) {
 				rv = ""
 				continue
 			default:
-				if !lw.health.failed(ctx, streamFailure, err) {
+				if streamFailures++; streamFailures >= maxStreamFailures {
+					lw.health.report(ctx, streamFailure, err, 0)
+					pagedWhy = fmt.Sprintf("%d streaming lists failed in a row; listing with LIST this time", streamFailures)
+					break // to a paged LIST right away
+				}
+				if !lw.health.failed(ctx, streamFailure, err, nil) {
 					return listResult{}, ctx.Err()
 				}
 				continue
@@ -98,7 +108,11 @@ func (lw *listWatch) list(ctx context.Context, rv string) (listResult, error) {
 		res, err := lw.pagedList(ctx, rv, pace)
 		if err == nil {
 			pace.finish()
-			return lw.listed(res, ListPathPaged, lw.pagedReason()), nil
+			why := pagedWhy
+			if why == "" {
+				why = lw.pagedReason()
+			}
+			return lw.listed(res, ListPathPaged, why), nil
 		}
 		if ctx.Err() != nil {
 			return listResult{}, ctx.Err()
@@ -112,10 +126,23 @@ func (lw *listWatch) list(ctx context.Context, rv string) (listResult, error) {
 			rv = ""
 			continue
 		}
-		if !lw.health.failed(ctx, listFailure, err) {
+		if !lw.health.failed(ctx, listFailure, err, lw.probeList) {
 			return listResult{}, ctx.Err()
 		}
 	}
+}
+
+// maxStreamFailures is how many streaming lists in a row may fail before a
+// list falls back to a paged LIST for this once.
+const maxStreamFailures = 2
+
+// probeList asks whether lists work again with a list of one object, decoded
+// by the client: a fraction of the cost of the list that failed.
+func (lw *listWatch) probeList(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_, err := lw.src.list(ctx, lw.opts.listOptions(metav1.ListOptions{Limit: 1}))
+	return err
 }
 
 // listResult is a complete list, ready for the reflector.

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -57,6 +59,36 @@ func startLean(t *testing.T, ctx context.Context, cfg *rest.Config, flavour stri
 }
 
 // serverState is the namespace's pods as a fresh list sees them: key -> RV.
+// compactPods makes the proxy act as a server that compacted its history now:
+// every watch of Pods from the current resourceVersion or older expires (410),
+// as a real compaction makes them, while a list and the watch from its newer
+// resourceVersion work. A one-shot 410 would not force a list: a watch from the
+// same resourceVersion that then works shows nothing was missed, and
+// leanstore takes it instead of listing (see TestExpiryHealedWithoutList).
+func compactPods(t *testing.T, ctx context.Context, cs kubernetes.Interface, proxy *faults.Proxy) func() {
+	t.Helper()
+	l, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rv, err := strconv.ParseUint(l.ResourceVersion, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	remove := proxy.AddRule(faults.Rule{Match: faults.Match{Resource: "pods", Verb: faults.Watch, ResourceVersionAtMost: rv}, Fault: faults.Gone()})
+	// A write elsewhere moves the server past the compaction, so that the
+	// next list's resourceVersion, and the watch from it, are newer.
+	cms := cs.CoreV1().ConfigMaps("default")
+	cm, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "compaction-"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cms.Delete(ctx, cm.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return remove
+}
+
 func serverState(t *testing.T, ctx context.Context, ns string) map[string]string {
 	t.Helper()
 	list, err := srv.Clientset().CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
@@ -134,6 +166,7 @@ func testRelist(t *testing.T, flavour string, streaming leanstore.StreamingMode)
 		break
 	}
 	proxy.ResetCounts()
+	defer compactPods(t, ctx, srv.Clientset(), proxy)()
 	n := proxy.EndWatches(faults.Match{Resource: "pods", Verb: faults.Watch}, faults.Gone())
 	n += proxy.EndWatches(faults.Match{Resource: "pods", Verb: faults.WatchList}, faults.Gone())
 	if n != 1 {
@@ -218,8 +251,10 @@ func TestStreamingRefusalIsRemembered(t *testing.T) {
 			f.StartWithContext(runCtx)
 			cache.WaitForCacheSync(runCtx.Done(), cms.HasSynced)
 
+			uncompact := compactPods(t, ctx, kubernetes.NewForConfigOrDie(old.Config), proxy)
 			proxy.EndWatches(faults.Match{Resource: "pods", Verb: faults.Watch}, faults.Gone())
 			waitFor(t, ctx, "the re-list", func() bool { return pods.Status().Lists == 2 })
+			uncompact()
 
 			c := proxy.Counts().ByResourceVerb
 			want := map[leanstore.StreamingMode][2]int{ // streaming attempts on pods, on configmaps
@@ -426,9 +461,9 @@ func TestRelistInsideTheWatch(t *testing.T) {
 			if _, err := pods.Create(ctx, extra, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			// The next watch expires at once (410), as a watch from a compacted
-			// resourceVersion does.
-			proxy.AddRule(faults.Rule{Match: watches, Fault: faults.Gone(), Count: 1})
+			// The server compacted its history: the next watches, from before
+			// the changes, expire at once (410).
+			defer compactPods(t, ctx, srv.Clientset(), proxy)()
 			unavailable()
 
 			want := serverState(t, ctx, ns)
@@ -443,8 +478,10 @@ func TestRelistInsideTheWatch(t *testing.T) {
 				t.Errorf("server saw %v: want exactly one list, after the 410", c)
 			}
 			st := leanstore.Unwrap(inf).Status()
-			if st.Lists != 2 || st.FailuresByCause[failure.Gone] != 1 {
-				t.Errorf("status: %d lists, %d 410s: want 2 and 1 (%+v)", st.Lists, st.FailuresByCause[failure.Gone], st)
+			// The 410, and any probe during the expiry's backoff: a watch from
+			// the same resourceVersion, which expires too.
+			if st.Lists != 2 || st.FailuresByCause[failure.Gone] < 1 {
+				t.Errorf("status: %d lists, %d 410s: want 2 and at least 1 (%+v)", st.Lists, st.FailuresByCause[failure.Gone], st)
 			}
 		})
 	}
@@ -456,4 +493,68 @@ func podPointers(items []corev1.Pod) []*corev1.Pod {
 		out[i] = &items[i]
 	}
 	return out
+}
+
+// TestExpiryHealedWithoutList: a watch that expires at its start waits out a
+// backoff before it lists again; meanwhile a watch from the resourceVersion
+// the reflector last got probes the server every second. When a probe works,
+// nothing was missed (the server still has that point of its history): it
+// becomes the watch, delivers the changes made meanwhile, and no list is
+// needed. A probe that expires too is reported like the 410 before it.
+func TestExpiryHealedWithoutList(t *testing.T) {
+	leakcheck.Check(t)
+	ctx := testContext(t, time.Minute)
+	ns := srv.NewNamespace(t)
+	seedPods(t, ctx, ns, 4)
+	proxy, err := faults.Start(srv.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	// The first watch, right after the list, and the first probe expire; the
+	// expiry's backoff is 6 s, so only a probe can end it sooner.
+	proxy.AddRule(faults.Rule{Match: faults.Match{Resource: "pods", Verb: faults.Watch}, Fault: faults.Gone(), Count: 2})
+	var log failureLog
+	runCtx, stop := context.WithCancel(ctx)
+	f := leanstore.NewSharedInformerFactory(kubernetes.NewForConfigOrDie(proxy.Config(srv.Config)), 0,
+		leanstore.WithNamespace(ns), leanstore.WithStreamingLists(leanstore.StreamingOff),
+		leanstore.WithBackoff(leanstore.Backoff{Initial: 6 * time.Second, Factor: 2, Cap: 6 * time.Second, ResetAfter: time.Minute}),
+		leanstore.WithLogger(funcr.NewJSON(log.write, funcr.Options{})))
+	defer f.Shutdown()
+	defer stop()
+	inf := leanstore.Unwrap(f.Core().V1().Pods().Informer())
+	view := &handlerView{state: map[string]string{}}
+	if _, err := inf.AddEventHandler(view.handler()); err != nil {
+		t.Fatal(err)
+	}
+	f.StartWithContext(runCtx)
+	if !cache.WaitForCacheSync(runCtx.Done(), inf.HasSynced) {
+		t.Fatal("informer did not sync")
+	}
+	waitFor(t, ctx, "the first watch to expire", func() bool { return inf.Status().FailuresByCause[failure.Gone] >= 1 })
+	pods := srv.Clientset().CoreV1().Pods(ns)
+	extra := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "extra"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+	if _, err := pods.Create(ctx, extra, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	want := serverState(t, ctx, ns)
+	waitFor(t, ctx, "the store to converge", func() bool { return maps.Equal(cacheState(inf), want) })
+	waitFor(t, ctx, "the handler to converge", func() bool { s, _, _, _, _ := view.snapshot(); return maps.Equal(s, want) })
+	if c := proxy.Counts().ByResourceVerb["pods"]; c[faults.List] != 1 {
+		t.Errorf("server saw %v: want only the initial list", c)
+	}
+	st := inf.Status()
+	if st.Lists != 1 || st.FailuresByCause[failure.Gone] != 2 {
+		t.Errorf("status: %d lists, %d 410s: want 1 and 2, the watch's and the first probe's (%+v)", st.Lists, st.FailuresByCause[failure.Gone], st)
+	}
+	probes := 0
+	for _, lf := range log.since(0) {
+		if lf.Probe {
+			probes++
+		}
+	}
+	if probes != 1 {
+		t.Errorf("%d failed probes logged, want 1: %+v", probes, log.since(0))
+	}
 }

@@ -38,6 +38,7 @@ type loggedFailure struct {
 	Cause     string `json:"cause"`
 	Attempt   int    `json:"attempt"`
 	NextDelay string `json:"nextDelay"`
+	Probe     bool   `json:"probe"`
 }
 
 func (l *failureLog) write(obj string) {
@@ -127,7 +128,7 @@ func TestResilienceBackoffResetsAfterSuccess(t *testing.T) {
 		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 			lists = lists[:0]
 			for _, lf := range log.since(from) {
-				if lf.Cause == string(failure.ServiceUnavailable) {
+				if lf.Cause == string(failure.ServiceUnavailable) && !lf.Probe {
 					lists = append(lists, lf)
 				}
 			}
@@ -146,6 +147,20 @@ func TestResilienceBackoffResetsAfterSuccess(t *testing.T) {
 		if lf.Informer != "backoff/configmaps" || lf.Resource != "configmaps" || lf.Reason != string(failure.InitialListFailed) {
 			t.Errorf("failure %d logged as %+v, want informer backoff/configmaps, resource configmaps, reason InitialListFailed", i+1, lf)
 		}
+	}
+	// Waits longer than a second are probed with a list of one object; each
+	// failed probe is reported too, with what is left of the wait.
+	probes := 0
+	for _, lf := range log.since(0) {
+		if lf.Probe {
+			probes++
+			if lf.Reason != string(failure.InitialListFailed) || lf.Cause != string(failure.ServiceUnavailable) {
+				t.Errorf("probe failure logged as %+v, want reason InitialListFailed, cause ServiceUnavailable", lf)
+			}
+		}
+	}
+	if probes == 0 {
+		t.Error("no failed probe was reported during waits of 1.6 s")
 	}
 	if st := inf.Status(); st.ConsecutiveFailures < 6 {
 		t.Errorf("ConsecutiveFailures %d during the fault, want at least 6", st.ConsecutiveFailures)

@@ -42,6 +42,11 @@ type Failure struct {
 	Relist bool
 	// Streaming is true when the failed list was a streaming list.
 	Streaming bool
+	// Probe is true when the failed request was a probe: a cheap request (a
+	// list of one object, or a watch from the last resourceVersion) sent
+	// every second while the informer backs off, to retry as soon as the
+	// fault is gone. Its NextDelay is what is left of the backoff.
+	Probe bool
 	// Err is a *failure.Error wrapping what went wrong.
 	Err error
 	// Attempt counts consecutive failures, from 1.
@@ -171,7 +176,7 @@ func (t *tracker) failFrom(ctx context.Context, f Failure, r *cache.Reflector) {
 	t.mu.Unlock()
 
 	t.logger.Error(fe, "list/watch failed", "reason", f.Reason, "cause", f.Class.Cause, "code", f.Class.Code,
-		"transient", f.Class.Transient, "relist", f.Relist, "streaming", f.Streaming,
+		"transient", f.Class.Transient, "relist", f.Relist, "streaming", f.Streaming, "probe", f.Probe,
 		"attempt", f.Attempt, "nextDelay", f.NextDelay.Round(time.Millisecond).String())
 	t.metrics.failure(f)
 	for _, h := range handlers {

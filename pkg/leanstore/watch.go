@@ -46,7 +46,7 @@ func (lw *listWatch) startWatch(ctx context.Context, opts metav1.ListOptions) (w
 			lw.health.report(ctx, start, err, 0)
 			return nil, reportedError{err}
 		}
-		if !lw.health.failed(ctx, start, err) {
+		if !lw.health.failed(ctx, start, err, nil) {
 			return nil, ctx.Err()
 		}
 	}
@@ -103,7 +103,12 @@ type leanWatch struct {
 	// final is true when inner's objects are already stripped (the lean decoder).
 	final bool
 	// opts are the reflector's watch options, for the watch after a re-list.
-	opts   metav1.ListOptions
+	opts metav1.ListOptions
+	// rv is the resourceVersion of the last event handed to the reflector.
+	rv string
+	// peeked is an event read ahead from inner (see waitExpiry), handed on
+	// before anything else.
+	peeked *watch.Event
 	out    chan watch.Event
 	stop   chan struct{}
 	cancel context.CancelFunc
@@ -113,7 +118,7 @@ type leanWatch struct {
 
 func newLeanWatch(ctx context.Context, lw *listWatch, inner watch.Interface, final bool, opts metav1.ListOptions) *leanWatch {
 	ctx, cancel := context.WithCancel(ctx)
-	w := &leanWatch{lw: lw, inner: inner, final: final, opts: opts, out: make(chan watch.Event),
+	w := &leanWatch{lw: lw, inner: inner, final: final, opts: opts, rv: opts.ResourceVersion, out: make(chan watch.Event),
 		stop: make(chan struct{}), cancel: cancel, done: make(chan struct{})}
 	go w.run(ctx)
 	return w
@@ -147,15 +152,23 @@ func (w *leanWatch) run(ctx context.Context) {
 	}
 	events, started := 0, time.Now()
 	for {
-		select {
-		case <-w.stop:
-			return
-		case <-ctx.Done():
-			return
-		case <-idle:
-			h.watchStalled(ctx, idleTimeout, events)
-			return // the reflector sees the channel close and watches again from its last resourceVersion
-		case ev, ok := <-w.inner.ResultChan():
+		var ev watch.Event
+		var ok bool
+		if w.peeked != nil {
+			ev, ok, w.peeked = *w.peeked, true, nil
+		} else {
+			select {
+			case <-w.stop:
+				return
+			case <-ctx.Done():
+				return
+			case <-idle:
+				h.watchStalled(ctx, idleTimeout, events)
+				return // the reflector sees the channel close and watches again from its last resourceVersion
+			case ev, ok = <-w.inner.ResultChan():
+			}
+		}
+		{
 			if !ok {
 				return
 			}
@@ -197,7 +210,8 @@ func (w *leanWatch) run(ctx context.Context) {
 						h.expiry.reset()
 					}
 					h.report(ctx, Failure{Reason: failure.WatchError}, err, d)
-					if !sleep(ctx, d) || !w.relist(ctx) {
+					healed, alive := w.waitExpiry(ctx, Failure{Reason: failure.WatchError}, d)
+					if !alive || (!healed && !w.relist(ctx)) {
 						return
 					}
 					events, started = 0, time.Now() // a new watch
@@ -226,6 +240,9 @@ func (w *leanWatch) send(ctx context.Context, ev watch.Event) bool {
 	select {
 	case w.out <- ev:
 		w.lw.view.handed(ev)
+		if m, err := meta.Accessor(ev.Object); err == nil && m.GetResourceVersion() != "" {
+			w.rv = m.GetResourceVersion()
+		}
 		return true
 	case <-w.stop:
 		return false
@@ -233,6 +250,55 @@ func (w *leanWatch) send(ctx context.Context, ev watch.Event) bool {
 		return false
 	}
 }
+
+// waitExpiry waits d after a watch that expired before delivering anything,
+// as watches do from a server (or proxy) that answers every watch with 410.
+// Meanwhile it probes every probeEvery with a watch from the resourceVersion
+// the reflector last got, which is fresh (the list right before): when such a
+// watch does not expire at once, the fault is gone, the probe becomes the
+// watch, and no list is needed. healed reports that; alive is false when the
+// watch was stopped.
+func (w *leanWatch) waitExpiry(ctx context.Context, f Failure, d time.Duration) (healed, alive bool) {
+	w.inner.Stop()
+	healed = false
+	probe := func(ctx context.Context) error {
+		opts := w.opts
+		opts.ResourceVersion = w.rv
+		pw, dec, err := w.lw.openWatch(ctx, w.lw.opts.listOptions(opts), w.lw.watchStreamBroke(ctx))
+		if err != nil {
+			return err
+		}
+		t := time.NewTimer(probeSettle)
+		defer t.Stop()
+		select {
+		case ev, ok := <-pw.ResultChan():
+			if !ok {
+				pw.Stop()
+				return errors.New("the probe watch closed before its first event")
+			}
+			if ev.Type == watch.Error {
+				pw.Stop()
+				return apierrors.FromObject(ev.Object)
+			}
+			w.peeked = &ev
+		case <-t.C: // quiet, not expired: a working watch
+		case <-ctx.Done():
+			pw.Stop()
+			return ctx.Err()
+		}
+		w.inner, w.final, healed = pw, dec != nil, true
+		w.lw.health.tracker.watchStarted()
+		return nil
+	}
+	if !w.lw.health.waitOrHealed(ctx, f, d, probe) {
+		return false, false
+	}
+	return healed, true
+}
+
+// probeSettle is how long a probe watch must stay open without expiring to
+// count as working: a server that expires a watch does so in its first frame.
+const probeSettle = 500 * time.Millisecond
 
 // relist lists again after the server said the watch's resourceVersion is gone,
 // hands the reflector the differences from what it has been handed (see
