@@ -10,7 +10,7 @@ GOLANGCI  := github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 CR_DIR         := controllerruntime
 ENVTEST_ASSETS := $(CURDIR)/bin/envtest
 
-.PHONY: help test test-short bench bench-scale conformance golden apiserver envtest-assets example example-cr lint tidy-check golangci clean
+.PHONY: help test test-short bench bench-scale conformance resilience listcost golden apiserver envtest-assets example example-cr lint tidy-check golangci clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -38,6 +38,12 @@ BENCH_SCALE_SIZES  ?= 1000,10000,30000,100000
 bench-scale: apiserver ## scale curves: BENCH_SCALE_MODES at 1,000 to 100,000 Pods, the dataset grown from one size to the next (about 45 minutes; report in out/scale/)
 	GOGC=100 $(GO) run ./cmd/cachebench run --sizes $(BENCH_SCALE_SIZES) --modes '$(BENCH_SCALE_MODES)' --out out/scale
 
+listcost: apiserver ## what an initial list of 10,000 Pods costs the server: resourceVersion=0, consistent paged and streaming, watch cache on and off (about 10 minutes; bench/results/initial-list-cost.txt)
+	@mkdir -p out
+	$(GO) test -count=1 -timeout 60m -run '^$$' -bench '^BenchmarkInitialList$$' -benchtime 5x ./internal/bench/ > out/initial-list-cost.txt
+	cp out/initial-list-cost.txt bench/results/initial-list-cost.txt
+	cat bench/results/initial-list-cost.txt
+
 golden: ## regenerate the golden files of cachebench's table and HTML report, and of the doctor's table and markdown
 	$(GO) test -count=1 ./internal/bench/ -run Golden -update
 	$(GO) test -short -count=1 ./internal/doctor/ -run Golden -update
@@ -46,10 +52,11 @@ conformance: apiserver ## the differential harness with many seeds: SEEDS progra
 	CACHETUNE_CONFORMANCE_SEEDS=$(or $(SEEDS),200) CACHETUNE_CONFORMANCE_FIRST=$(or $(FIRST),1000) \
 		$(GO) test -count=1 -timeout 12h -run '^TestConformance$$' -v ./internal/conformance/
 
-resilience: apiserver ## docs/errors-and-backoff.md's table: client-go and leanstore under each fault for 30 s (about 40 minutes; out/resilience.md)
+resilience: apiserver ## docs/errors-and-backoff.md's table: client-go and leanstore under each fault for 30 s (about 40 minutes; bench/results/resilience.md, log in out/)
 	@mkdir -p out
-	CACHETUNE_RESILIENCE_FAULT=30s CACHETUNE_RESILIENCE_OUT=$(CURDIR)/out/resilience.md \
-		$(GO) test -count=1 -timeout 90m -run '^TestTable$$' -v ./internal/resilience/
+	{ CACHETUNE_RESILIENCE_FAULT=30s CACHETUNE_RESILIENCE_OUT=$(CURDIR)/bench/results/resilience.md \
+		$(GO) test -count=1 -timeout 90m -run '^TestTable$$' -v ./internal/resilience/; echo $$? > out/resilience.rc; } 2>&1 | tee out/resilience.log
+	@exit $$(cat out/resilience.rc)
 
 apiserver: ## build the local kube-apiserver into bin/ (about 8 minutes the first time, then cached)
 	$(GO) run ./cmd/cachebench apiserver --build-only

@@ -102,6 +102,29 @@ func TestTable(t *testing.T) {
 	stallDefault.Name = stall.Name + " (default 2 min idle time-out)"
 	run(leanstoreWith(0), stallDefault, true, defaultIdle)
 
+	// Recovery as fast as client-go's, with requests bounded during the fault:
+	// leanstore converges no later than client-go plus 2 s, or within 5 s
+	// where client-go is faster than that, and never sends more than 5
+	// requests in a second. The stall with the default idle time-out is
+	// measured, not held to it: staying 2 minutes on a stalled connection is
+	// the default's documented cost.
+	for k, ls := range results {
+		if k.impl != "leanstore" || k.scenario == stallDefault.Name {
+			continue
+		}
+		cg, ok := results[key{"client-go", k.scenario, k.streaming}]
+		if !ok || !cg.Converged || !ls.Converged {
+			continue
+		}
+		if limit := max(cg.ConvergeSeconds+2, 5); ls.ConvergeSeconds > limit {
+			t.Errorf("%s streaming=%v: leanstore converged %.1f s after the fault, client-go %.1f s: want at most %.1f s",
+				k.scenario, k.streaming, ls.ConvergeSeconds, cg.ConvergeSeconds, limit)
+		}
+		if ls.MaxPerSecond > 5 {
+			t.Errorf("%s streaming=%v: leanstore sent %d requests in one second during the fault, want at most 5", k.scenario, k.streaming, ls.MaxPerSecond)
+		}
+	}
+
 	var b strings.Builder
 	fmt.Fprintf(&b, "| scenario | streaming list | client-go: converged | requests | max/s | errors surfaced | leanstore: converged | requests | max/s | errors surfaced |\n")
 	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|---|\n")
