@@ -269,6 +269,15 @@ func progressText(e bench.Event, relists int) string {
 		return "syncing... "
 	case "synced":
 		return fmt.Sprintf("%d objects in %.1fs; ", e.Objects, e.Seconds)
+	case "listed":
+		if e.Error != "" {
+			return fmt.Sprintf("reconcile list failed (%s); ", e.Error)
+		}
+		perObject := 0.0
+		if e.Objects > 0 {
+			perObject = float64(e.AllocatedBytes) / float64(e.Objects) / 1000
+		}
+		return fmt.Sprintf("reconcile list %.1f KB/obj allocated, peak %.2fx live; ", perObject, e.PeakRatio)
 	case "relist":
 		return fmt.Sprintf("re-list %d/%d ", e.Index, relists)
 	case "relisted":
