@@ -40,6 +40,12 @@ type Mode struct {
 	// --modes), which must finish within a few minutes: it runs when --modes
 	// names it, or with --modes all.
 	Extra bool
+	// Program, when set, is the program that measures the mode in place of
+	// `cachebench child`: a mode whose library the root module must not
+	// require (controller-runtime) is implemented in a program of its own
+	// module, which gives the mode its Start and Dynamic (Implement) and
+	// calls ServeChild. The Start and Dynamic registered here only say so.
+	Program *Program
 }
 
 // Env is what a mode's constructor gets.
