@@ -57,6 +57,11 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) (err err
 			return err
 		}
 	}
+	// Before anything is seeded: a program that does not build fails the run
+	// at once.
+	if o.programs, err = o.childPrograms(ctx, stderr); err != nil {
+		return err
+	}
 	t, err := o.prepare(ctx, stderr)
 	defer func() {
 		for i := len(t.cleanup) - 1; i >= 0; i-- {
@@ -207,6 +212,9 @@ func (o *runOptions) runMode(ctx context.Context, exe string, j job, cfg *rest.C
 		return bench.Result{Mode: m.Name, Title: m.Title, Resource: strings.Join(names, ","), Streaming: m.Streaming}, err
 	}
 	defer logFile.Close()
+	if m.Program != nil {
+		exe = o.programs[m.Program.Name]
+	}
 	cmd := exec.Command(exe, "child")
 	cmd.Stderr = logFile
 	var env []string
