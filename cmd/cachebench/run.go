@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"regexp"
 	"slices"
 	"sort"
@@ -38,6 +39,11 @@ type runOptions struct {
 	seed       bool
 	serverPID  int
 	keepServer bool
+	// crChild is a prebuilt controller-runtime child program (--controller-runtime-child).
+	crChild string
+	// programs are the child programs of modes not measured by `cachebench
+	// child`, by program name (childPrograms).
+	programs map[string]string
 	// seeded is how long seeding (or growing) the dataset took.
 	seeded time.Duration
 }
@@ -81,7 +87,19 @@ ratios of a typical controller's cache and caches them together in each mode's
 process; --sizes measures the modes at several dataset sizes (a scale run). With
 --kubeconfig it measures that cluster read-only (no objects are written) unless
 --seed is given, which seeds a namespace of its own and deletes it afterwards.
-Prints a table; writes JSON and an HTML report to --out.`, stderr)
+Prints a table; writes JSON and an HTML report to --out.
+
+The controller-runtime modes (--modes 'controller-runtime/*', extra) measure a
+controller-runtime Manager's cache: its defaults, TransformStripManagedFields,
+UnsafeDisableDeepCopy, and leancache (leanstore's informers under the same
+cache), with and without sharing. Their child program, cachebench-cr, lives in
+the controllerruntime module (this one never requires controller-runtime):
+cachebench builds it into bin/ with go build once per run, which needs a
+cachetune checkout and takes a few seconds when nothing changed, or runs the
+file given with --controller-runtime-child. Every mode also reads all its
+cached objects once, as a reconcile listing them does (the list columns):
+client-go's and leanstore's listers hand out the cached objects, while
+controller-runtime's client deep-copies each unless UnsafeDisableDeepCopy.`, stderr)
 	var o runOptions
 	o.plan = bench.DefaultPlan()
 	s := &o.spec
@@ -116,6 +134,7 @@ Prints a table; writes JSON and an HTML report to --out.`, stderr)
 	fs.BoolVar(&o.seed, "seed", false, "with --kubeconfig: seed a namespace of cachebench's own, and delete it afterwards")
 	fs.IntVar(&o.serverPID, "server-pid", 0, "with --kubeconfig: the API server's process on this machine (a server of your own, e.g. 'cachebench apiserver'), to read its CPU, RSS and storage metrics for each window as for the local server")
 	fs.StringVar(&s.Namespace, "namespace", "", "namespace to seed and cache (default: cachebench locally; all namespaces with --kubeconfig; a new cachebench-<random> with --seed)")
+	fs.StringVar(&o.crChild, "controller-runtime-child", "", "the controller-runtime modes' child program, built beforehand (cd controllerruntime && go build -o FILE ./cmd/cachebench-cr); default: built into bin/ of the checkout")
 	fs.BoolVar(&o.keepServer, "keep-server", false, "keep the local kube-apiserver running after the run, until interrupted")
 	if err := parseFlags(fs, args); err != nil {
 		return o, false, err
@@ -249,6 +268,16 @@ func (o *runOptions) validate(set map[string]bool, fv flagValues) error {
 			if len(modesFor(o.modes, gvr)) == 0 {
 				return fmt.Errorf("none of the selected modes can cache %s", gvr.Resource)
 			}
+		}
+	}
+	if o.crChild != "" {
+		if !slices.ContainsFunc(o.modes, func(m bench.Mode) bool { return m.Program == bench.ControllerRuntime }) {
+			return errors.New("--controller-runtime-child is for the controller-runtime modes, and --modes selects none")
+		}
+		if fi, err := os.Stat(o.crChild); err != nil {
+			return fmt.Errorf("--controller-runtime-child: %w", err)
+		} else if fi.IsDir() {
+			return fmt.Errorf("--controller-runtime-child: %s is a directory, not the program", o.crChild)
 		}
 	}
 	return nil

@@ -57,6 +57,11 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) (err err
 			return err
 		}
 	}
+	// Before anything is seeded: a program that does not build fails the run
+	// at once.
+	if o.programs, err = o.childPrograms(ctx, stderr); err != nil {
+		return err
+	}
 	t, err := o.prepare(ctx, stderr)
 	defer func() {
 		for i := len(t.cleanup) - 1; i >= 0; i-- {
@@ -207,6 +212,9 @@ func (o *runOptions) runMode(ctx context.Context, exe string, j job, cfg *rest.C
 		return bench.Result{Mode: m.Name, Title: m.Title, Resource: strings.Join(names, ","), Streaming: m.Streaming}, err
 	}
 	defer logFile.Close()
+	if m.Program != nil {
+		exe = o.programs[m.Program.Name]
+	}
 	cmd := exec.Command(exe, "child")
 	cmd.Stderr = logFile
 	var env []string
@@ -269,6 +277,15 @@ func progressText(e bench.Event, relists int) string {
 		return "syncing... "
 	case "synced":
 		return fmt.Sprintf("%d objects in %.1fs; ", e.Objects, e.Seconds)
+	case "listed":
+		if e.Error != "" {
+			return fmt.Sprintf("reconcile list failed (%s); ", e.Error)
+		}
+		perObject := 0.0
+		if e.Objects > 0 {
+			perObject = float64(e.AllocatedBytes) / float64(e.Objects) / 1000
+		}
+		return fmt.Sprintf("reconcile list %.1f KB/obj allocated, peak %.2fx live; ", perObject, e.PeakRatio)
 	case "relist":
 		return fmt.Sprintf("re-list %d/%d ", e.Index, relists)
 	case "relisted":

@@ -68,6 +68,9 @@ func TestRunFlagErrors(t *testing.T) {
 		{[]string{"run", "--pod-shape", "square"}, `unknown pod shape "square"`},
 		{[]string{"run", "--dataset", "huge"}, "--dataset must be standard or mixed"},
 		{[]string{"run", "--server-pid", "12"}, "--server-pid needs --kubeconfig"},
+		{[]string{"run", "--controller-runtime-child", "cachebench-cr"}, "--controller-runtime-child is for the controller-runtime modes, and --modes selects none"},
+		{[]string{"run", "--modes", "controller-runtime/*", "--controller-runtime-child", "no/such/cachebench-cr"}, "--controller-runtime-child: stat no/such/cachebench-cr"},
+		{[]string{"run", "--modes", "controller-runtime/default/stream", "--controller-runtime-child", "."}, "--controller-runtime-child: . is a directory"},
 		{[]string{"run", "--resources", "pods,widgets", "--together", "--modes", "client-go/metadata*/stream,leanstore/metadata-lean/stream"}, ""},
 	} {
 		if tc.want == "" {
@@ -287,6 +290,10 @@ func TestRunEndToEnd(t *testing.T) {
 		}
 		if len(res.Relists) != 2 {
 			t.Errorf("%s: %d re-lists, want 2", res.Mode, len(res.Relists))
+		}
+		// A lister hands out the cached objects: a slice of pointers.
+		if l := res.ReconcileList; l == nil || l.Error != "" || l.Objects != 300 || l.AllocatedPerObject() > 200 {
+			t.Errorf("%s: reconcile list %+v, want 300 objects read through the lister without copies", res.Mode, l)
 		}
 		if res.BytesReceived < 300*5_000 {
 			t.Errorf("%s: received %d bytes, less than 300 Pods' worth", res.Mode, res.BytesReceived)

@@ -6,7 +6,7 @@
 // # Modes
 //
 // A Mode is a constructor that starts an informer cache and returns a Cache
-// (HasSynced, Len, ListPath, Stop), plus a name and a few facts. Modes register
+// (HasSynced, Len, ListPath, ReconcileList, Stop), plus a name and a few facts. Modes register
 // themselves from init functions; RegisterBothListPaths adds a streaming and a
 // LIST variant at once:
 //
@@ -33,7 +33,20 @@
 // child's watch with a 410 Gone through a proxy (the Server interface); the
 // re-list is complete when the informer has delivered an update for every
 // object it had, or, for a library that delivers only what changed (leanstore),
-// when it reports one more completed list.
+// when it reports one more completed list. Between the idle window and the
+// first re-list, a mode whose Cache has a ReconcileList reads every cached
+// object once, as a reconcile listing them does, and Measure records what the
+// read allocated and the heap while its objects are held (ReconcileList):
+// nothing much for a lister, a copy of every object for controller-runtime's
+// client.
+//
+// # Modes of other programs
+//
+// A mode whose library the root module must not require (controller-runtime)
+// is registered here with a Program: the parent builds that program from its
+// nested module and starts it instead of `cachebench child`. The program
+// gives each of its modes a Start with Implement and then calls ServeChild, so
+// that it speaks the same protocol and is measured by the same Measure.
 //
 // # Output
 //

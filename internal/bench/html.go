@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"time"
 )
@@ -71,19 +72,18 @@ func WriteHTML(w io.Writer, r Report) error {
 		ScaleRelist, ScaleCPU      template.HTML
 		Charts                     []modeChart
 	}{
-		R:            r,
-		Summary:      Summary(r),
-		Header:       tableHeader(multi),
-		Rows:         tableRows(r),
-		RelistHeader: relistHeader(multi),
-		RelistRows:   relistRows(r),
-		Notes:        tableNotes,
-		Started:      r.Started.UTC().Format(time.RFC3339),
-		Duration:     r.Finished.Sub(r.Started).Round(time.Second).String(),
-		Churn:        churnText(r.Plan),
-		Compare:      phaseChart(comparableLines(r), r.Plan),
-		BytesPerObject: barChart(rowsOf(func(res Result) []float64 { return []float64{res.BytesPerObject / 1000} }),
-			[]string{"KB per object (live heap after GC)"}, kb),
+		R:              r,
+		Summary:        Summary(r),
+		Header:         tableHeader(multi),
+		Rows:           tableRows(r),
+		RelistHeader:   relistHeader(multi),
+		RelistRows:     relistRows(r),
+		Notes:          tableNotes,
+		Started:        r.Started.UTC().Format(time.RFC3339),
+		Duration:       r.Finished.Sub(r.Started).Round(time.Second).String(),
+		Churn:          churnText(r.Plan),
+		Compare:        phaseChart(comparableLines(r), r.Plan),
+		BytesPerObject: bytesChart(r, rowsOf, kb),
 		PeakRatios: barChart(rowsOf(func(res Result) []float64 {
 			return []float64{res.InitialSync.PeakRatio, orNaN(res, res.RelistPeakRatio())}
 		}), []string{"initial-sync peak / live", "highest re-list peak / live"}, ratioFmt),
@@ -123,6 +123,9 @@ func WriteHTML(w io.Writer, r Report) error {
 		if res.Error != "" {
 			data.Failures = append(data.Failures, res.Mode+": "+res.Error)
 		}
+		if l := res.ReconcileList; l != nil && l.Error != "" {
+			data.Failures = append(data.Failures, fmt.Sprintf("%s reconcile list: %s", res.Mode, l.Error))
+		}
 		for _, rl := range res.Relists {
 			if rl.Error != "" {
 				data.Failures = append(data.Failures, fmt.Sprintf("%s re-list %d: %s", res.Mode, rl.Index, rl.Error))
@@ -130,6 +133,23 @@ func WriteHTML(w io.Writer, r Report) error {
 		}
 	}
 	return reportTemplate.Execute(w, data)
+}
+
+// bytesChart draws the live heap per object and, when any mode has a
+// reader, beside it what one reconcile list allocated per object: the deep
+// copy a controller-runtime client makes next to the cache it copies.
+func bytesChart(r Report, rowsOf func(func(Result) []float64) []barRow, kb func(float64) string) template.HTML {
+	live := "KB per object (live heap after GC)"
+	if !slices.ContainsFunc(r.Results, func(res Result) bool { return res.ReconcileList != nil }) {
+		return barChart(rowsOf(func(res Result) []float64 { return []float64{res.BytesPerObject / 1000} }), []string{live}, kb)
+	}
+	return barChart(rowsOf(func(res Result) []float64 {
+		list := math.NaN()
+		if l := res.ReconcileList; l != nil && l.Error == "" {
+			list = l.AllocatedPerObject() / 1000
+		}
+		return []float64{res.BytesPerObject / 1000, list}
+	}), []string{live, "KB allocated per object by a reconcile list"}, kb)
 }
 
 func orNaN(res Result, v float64) float64 {

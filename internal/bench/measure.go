@@ -48,7 +48,8 @@ type RelistAnswer struct {
 
 // Event is progress from a measurement.
 type Event struct {
-	// Kind is "syncing", "synced", "relist" (started) or "relisted".
+	// Kind is "syncing", "synced", "listed" (a reconcile list), "relist"
+	// (started) or "relisted".
 	Kind    string  `json:"kind"`
 	Index   int     `json:"index,omitempty"`
 	Objects int     `json:"objects,omitempty"`
@@ -58,6 +59,8 @@ type Event struct {
 	// Changes are those written before a re-list; Delivered what it delivered.
 	Changes   *dataset.Changes `json:"changes,omitempty"`
 	Delivered *Events          `json:"delivered,omitempty"`
+	// AllocatedBytes is what a reconcile list allocated.
+	AllocatedBytes uint64 `json:"allocatedBytes,omitempty"`
 	// Error is set on a re-list that failed.
 	Error string `json:"error,omitempty"`
 }
@@ -210,6 +213,16 @@ func Measure(ctx context.Context, spec MeasureSpec) (res Result, err error) {
 	}
 	tIdle1, rtIdle1, cpuIdle1 := since(), profile.ReadRuntime(), selfCPU()
 
+	var listed *listTimes
+	if c.ReconcileList != nil {
+		l, tm := measureReconcileList(ctx, c, since)
+		res.ReconcileList, listed = &l, &tm
+		mark(tm.t0, "reconcile list")
+		peak, _ := sampler.Peak(tm.t0, tm.t1)
+		emit(Event{Kind: "listed", Objects: l.Objects, Seconds: l.Seconds, AllocatedBytes: l.AllocatedBytes,
+			PeakRatio: ratio(max(peak, l.HeldHeap), res.LiveHeap), Error: l.Error})
+	}
+
 	type relistTimes struct {
 		t0, t1     time.Duration
 		rt0, rt1   profile.RuntimeSnapshot
@@ -324,6 +337,12 @@ func Measure(ctx context.Context, spec MeasureSpec) (res Result, err error) {
 	}
 	res.InitialSync = window(t0, tInitEnd, rt0, rtInitEnd, cpu0, cpuInitEnd)
 	res.Idle = window(tIdle0, tIdle1, rtIdle0, rtIdle1, cpuIdle0, cpuIdle1)
+	if listed != nil {
+		w := window(listed.t0, listed.t1, listed.rt0, listed.rt1, listed.cpu0, listed.cpu1)
+		w.PeakHeap = max(w.PeakHeap, res.ReconcileList.HeldHeap)
+		w.PeakRatio = ratio(w.PeakHeap, res.LiveHeap)
+		res.ReconcileList.Window = w
+	}
 	for i, tm := range times {
 		res.Relists[i].Window = window(tm.t0, tm.t1, tm.rt0, tm.rt1, tm.cpu0, tm.cpu1)
 	}

@@ -40,6 +40,12 @@ type Mode struct {
 	// --modes), which must finish within a few minutes: it runs when --modes
 	// names it, or with --modes all.
 	Extra bool
+	// Program, when set, is the program that measures the mode in place of
+	// `cachebench child`: a mode whose library the root module must not
+	// require (controller-runtime) is implemented in a program of its own
+	// module, which gives the mode its Start and Dynamic (Implement) and
+	// calls ServeChild. The Start and Dynamic registered here only say so.
+	Program *Program
 }
 
 // Env is what a mode's constructor gets.
@@ -73,6 +79,11 @@ type Cache struct {
 	// re-list is then complete when it grows, since such a library delivers
 	// only the objects that changed rather than an update for every object.
 	Lists func() int
+	// ReconcileList, when set, reads every cached object once the way a
+	// reconcile reads the cache (a lister, a controller-runtime client), calls
+	// held while the objects read are still referenced, and returns how many
+	// it read: what one such read allocates is measured.
+	ReconcileList func(ctx context.Context, held func()) (int, error)
 	// Stop stops the informers and waits for them to end.
 	Stop func()
 }
@@ -161,7 +172,27 @@ func joined(cs []Cache) Cache {
 			return n
 		}
 	}
+	if !slices.ContainsFunc(cs, func(c Cache) bool { return c.ReconcileList == nil }) {
+		out.ReconcileList = func(ctx context.Context, held func()) (int, error) { return listAll(ctx, cs, held) }
+	}
 	return out
+}
+
+// listAll reads every cache in turn, each inside the previous one's held, so
+// that all the objects read are referenced together when held is called, as
+// in a reconcile that reads several resources.
+func listAll(ctx context.Context, cs []Cache, held func()) (int, error) {
+	if len(cs) == 0 {
+		held()
+		return 0, nil
+	}
+	var rest int
+	var restErr error
+	n, err := cs[0].ReconcileList(ctx, func() { rest, restErr = listAll(ctx, cs[1:], held) })
+	if err == nil {
+		err = restErr
+	}
+	return n + rest, err
 }
 
 // BuiltinOnly is a Mode.Supports for modes that need a typed client: the

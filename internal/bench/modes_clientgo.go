@@ -73,9 +73,10 @@ func startTyped(ct contentType, transform cache.TransformFunc) func(context.Cont
 		ctx, cancel := context.WithCancel(ctx)
 		f.Start(ctx.Done())
 		return Cache{
-			HasSynced: inf.HasSynced,
-			Len:       func() int { return len(inf.GetStore().ListKeys()) },
-			Stop:      func() { cancel(); f.Shutdown() },
+			HasSynced:     inf.HasSynced,
+			Len:           func() int { return len(inf.GetStore().ListKeys()) },
+			ReconcileList: listerRead(inf.GetIndexer()),
+			Stop:          func() { cancel(); f.Shutdown() },
 		}, nil
 	}
 }
@@ -102,9 +103,10 @@ func startDynamic(transform cache.TransformFunc) func(context.Context, Env) (Cac
 		ctx, cancel := context.WithCancel(ctx)
 		f.Start(ctx.Done())
 		return Cache{
-			HasSynced: inf.HasSynced,
-			Len:       func() int { return len(inf.GetStore().ListKeys()) },
-			Stop:      func() { cancel(); f.Shutdown() },
+			HasSynced:     inf.HasSynced,
+			Len:           func() int { return len(inf.GetStore().ListKeys()) },
+			ReconcileList: listerRead(inf.GetIndexer()),
+			Stop:          func() { cancel(); f.Shutdown() },
 		}, nil
 	}
 }
@@ -132,9 +134,10 @@ func startMetadata(transform cache.TransformFunc) func(context.Context, Env) (Ca
 		var wg sync.WaitGroup
 		wg.Go(func() { inf.RunWithContext(ctx) })
 		return Cache{
-			HasSynced: inf.HasSynced,
-			Len:       func() int { return len(inf.GetStore().ListKeys()) },
-			Stop:      func() { cancel(); wg.Wait() },
+			HasSynced:     inf.HasSynced,
+			Len:           func() int { return len(inf.GetStore().ListKeys()) },
+			ReconcileList: listerRead(inf.GetIndexer()),
+			Stop:          func() { cancel(); wg.Wait() },
 		}, nil
 	}
 }

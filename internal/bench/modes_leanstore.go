@@ -89,10 +89,11 @@ func startLean(ctx context.Context, env Env, start func(context.Context), shutdo
 	ctx, cancel := context.WithCancel(ctx)
 	start(ctx)
 	return Cache{
-		HasSynced: inf.HasSynced,
-		Len:       func() int { return len(inf.GetStore().ListKeys()) },
-		ListPath:  func() string { return string(inf.Status().ListPath) },
-		Lists:     func() int { return inf.Status().Lists },
-		Stop:      func() { cancel(); shutdown() },
+		HasSynced:     inf.HasSynced,
+		Len:           func() int { return len(inf.GetStore().ListKeys()) },
+		ListPath:      func() string { return string(inf.Status().ListPath) },
+		Lists:         func() int { return inf.Status().Lists },
+		ReconcileList: listerRead(inf.GetIndexer()),
+		Stop:          func() { cancel(); shutdown() },
 	}, nil
 }

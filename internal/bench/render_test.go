@@ -80,6 +80,18 @@ func fixtureReport() Report {
 	}
 	failed := Result{Mode: "client-go/typed-json/list", Title: "client-go typed, JSON, LIST", Resource: "pods",
 		Error: "sync pods of client-go/typed-json/list: timed out after 10m0s", ListPath: ListPath{Server: Requests{List: 1}}}
+	// A reconcile list through a lister (no copies) and through a
+	// deep-copying reader; the metadata-only mode has no reader.
+	list := func(perObj uint64, ratio float64) *ReconcileList {
+		return &ReconcileList{Objects: 1000, Seconds: 0.04, AllocatedBytes: perObj * 1000, HeldHeap: uint64(ratio * float64(35<<20)),
+			Window: Window{StartSeconds: 2.4, EndSeconds: 2.44, PeakHeap: uint64(ratio * float64(35<<20)), PeakRatio: ratio}}
+	}
+	typed := result("client-go/typed/stream", "client-go typed, protobuf, streaming", true, false, 35<<20, 33_200, 1.31, 2.87, Requests{WatchList: 3})
+	typed.ReconcileList = list(16, 1.0)
+	copying := result("client-go/typed-strip-mf-la/stream", "client-go typed, strip managedFields and last-applied, streaming", true, false, 21<<20, 20_700, 1.66, 3.1, Requests{WatchList: 3})
+	copying.ReconcileList = list(18_100, 1.86)
+	lean := result("leanstore/typed-strip-mf-la/stream", "leanstore typed, strip managedFields and last-applied, streaming", true, true, 21<<20, 20_700, 1.02, 1.2, Requests{WatchList: 3})
+	lean.ReconcileList = &ReconcileList{Objects: 1000, Error: "list pods through the manager's client: timed out"}
 	return Report{
 		Schema: ReportSchema, Started: start, Finished: start.Add(95 * time.Second),
 		Environment: Environment{Target: "local kube-apiserver", ServerVersion: "v1.37.2", GoVersion: "go1.26.8", ClientGo: "v0.37.2",
@@ -88,9 +100,7 @@ func fixtureReport() Report {
 		Datasets: []Dataset{{Resource: "pods", Namespace: "cachebench", Count: 1000, Name: "standard", PodShape: "workload",
 			JSONBytes: 22_900, ProtobufBytes: 15_700, ManagedFieldsBytes: 6_600, LastAppliedBytes: 4_700, Seeded: true, SeedSeconds: 9.5}},
 		Results: []Result{
-			result("client-go/typed/stream", "client-go typed, protobuf, streaming", true, false, 35<<20, 33_200, 1.31, 2.87, Requests{WatchList: 3}),
-			result("client-go/typed-strip-mf-la/stream", "client-go typed, strip managedFields and last-applied, streaming", true, false, 21<<20, 20_700, 1.66, 3.1, Requests{WatchList: 3}),
-			result("leanstore/typed-strip-mf-la/stream", "leanstore typed, strip managedFields and last-applied, streaming", true, true, 21<<20, 20_700, 1.02, 1.2, Requests{WatchList: 3}),
+			typed, copying, lean,
 			result("client-go/metadata/list", "client-go metadata-only, LIST", false, false, 16<<20, 13_700, 1.9, 3.9, Requests{List: 3, Watch: 3}),
 			failed,
 		},
@@ -202,6 +212,7 @@ func TestSummaryStatesRatiosAndBytes(t *testing.T) {
 		"leanstore typed, strip managedFields and last-applied, streaming: 20.7 KB per object (62% of client-go/typed/stream); sync 0.93 s, 0.35 s CPU (1.0x), initial peak 1.02x; re-list peak 1.20x / 1.20x (churn 0 / 0.1); probe 38 ms; re-lists delivered all 120 changes and 0 updates of unchanged objects.",
 		"client-go metadata-only, LIST: 13.7 KB per object (41% of client-go/typed/stream); sync 0.93 s, 0.35 s CPU (1.0x), initial peak 1.90x; re-list peak 3.90x / 3.90x (churn 0 / 0.1); probe 38 ms; re-lists delivered all 120 changes and 890 updates of unchanged objects.",
 		"client-go typed, JSON, LIST: failed (sync pods of client-go/typed-json/list: timed out after 10m0s).",
+		"A reconcile reading every object once through the mode's reader allocated: client-go/typed/stream 0.0 KB per object (peak 1.00x), client-go/typed-strip-mf-la/stream 18.1 KB per object (peak 1.86x).",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Summary (-want +got):\n%s", diff)

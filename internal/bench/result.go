@@ -95,6 +95,9 @@ type Result struct {
 	InitialSync Window `json:"initialSync"`
 	// Idle is a quiet window after the sync.
 	Idle Window `json:"idle"`
+	// ReconcileList is a read of every cached object through the mode's
+	// reader, after the idle window; nil for a mode without a reader.
+	ReconcileList *ReconcileList `json:"reconcileList,omitempty"`
 	// Relists are the forced re-lists, in order.
 	Relists []Relist `json:"relists"`
 	// Whole covers the run from the informer's start to the end.

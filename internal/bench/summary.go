@@ -70,8 +70,26 @@ func Summary(r Report) []string {
 				res.SyncSeconds, res.InitialSync.CPUSeconds, ratioOf(res.InitialSync.CPUSeconds, base.InitialSync.CPUSeconds),
 				res.InitialSync.PeakRatio, relists))
 		}
+		if line := listSentence(g); line != "" {
+			out = append(out, line)
+		}
 	}
 	return out
+}
+
+// listSentence compares what one reconcile list allocated in each mode of a
+// group that has a reader.
+func listSentence(g []Result) string {
+	var parts []string
+	for _, res := range g {
+		if l := res.ReconcileList; res.Error == "" && l != nil && l.Error == "" {
+			parts = append(parts, fmt.Sprintf("%s %.1f KB per object (peak %.2fx)", res.Mode, l.AllocatedPerObject()/1000, l.Window.PeakRatio))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "A reconcile reading every object once through the mode's reader allocated: " + strings.Join(parts, ", ") + "."
 }
 
 // relistPeaks is the highest re-list peak, or the peak of each re-list when

@@ -20,6 +20,7 @@ func tableHeader(multiResource bool) []string {
 		"objects", "list path (server)", "sync s", "sync CPU s", "CPU µs/obj",
 		"server CPU s", "server peak MiB", "server read etcd/cache/stream",
 		"live MiB", "KB/obj", "init peak/live", "re-list peak/live",
+		"list alloc KB/obj", "list peak/live",
 		"probe max ms idle/re-list", "sched p99 ms idle/re-list",
 		"GC CPU %", "MB recv",
 	)
@@ -57,6 +58,7 @@ func tableRows(r Report) [][]string {
 			fmt.Sprintf("%.1f", res.BytesPerObject/1000),
 			fmt.Sprintf("%.2f", res.InitialSync.PeakRatio),
 			relist,
+			listAllocCell(res.ReconcileList), listPeakCell(res.ReconcileList),
 			fmt.Sprintf("%s / %s", ms1(res.Idle.Probe.Max), relistCell(res, res.RelistProbeMax())),
 			fmt.Sprintf("%s / %s", ms2(res.Idle.Runtime.Sched.P99), relistCell(res, res.RelistSchedP99())),
 			fmt.Sprintf("%.1f", 100*res.GCCPUFraction()),
@@ -143,6 +145,25 @@ func perObject(seconds float64, objects int) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.0f", seconds*1e6/float64(objects))
+}
+
+// listAllocCell renders what a reconcile list allocated per object.
+func listAllocCell(l *ReconcileList) string {
+	switch {
+	case l == nil:
+		return "-"
+	case l.Error != "":
+		return "FAILED"
+	}
+	return fmt.Sprintf("%.1f", l.AllocatedPerObject()/1000)
+}
+
+// listPeakCell renders a reconcile list's heap peak over the live heap.
+func listPeakCell(l *ReconcileList) string {
+	if l == nil || l.Error != "" {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", l.Window.PeakRatio)
 }
 
 func relistCell(res Result, v float64) string {
@@ -234,6 +255,9 @@ func WriteTable(out io.Writer, r Report) error {
 		if res.Error != "" {
 			_, _ = fmt.Fprintf(w, "\n%s failed: %s\n", res.Mode, res.Error)
 		}
+		if l := res.ReconcileList; l != nil && l.Error != "" {
+			_, _ = fmt.Fprintf(w, "\n%s reconcile list failed: %s\n", res.Mode, l.Error)
+		}
 		for _, rl := range res.Relists {
 			if rl.Error != "" {
 				_, _ = fmt.Fprintf(w, "\n%s re-list %d failed: %s\n", res.Mode, rl.Index, rl.Error)
@@ -263,5 +287,8 @@ var tableNotes = []string{
 	"server: the local kube-apiserver and its etcd (one process) in the same window: CPU from /proc/<pid>/stat, the highest RSS sampled every 20 ms,",
 	"objects read from etcd / from the watch cache's lists / sent as streaming-list events (apiserver metrics);",
 	"changed: objects updated/created/deleted by a direct client between the 410 and the re-list; delivered: the handler's updates/adds/deletes;",
-	"unchanged upd: updates beyond the objects changed (client-go sends one per object it holds).",
+	"unchanged upd: updates beyond the objects changed (client-go sends one per object it holds);",
+	"list: a reconcile reading every cached object once, after the idle window, through the mode's reader (client-go and leanstore: the lister;",
+	"controller-runtime: the manager's client, which deep-copies each object unless UnsafeDisableDeepCopy): the bytes it allocated",
+	"(runtime/metrics /gc/heap/allocs:bytes) per object, and the highest heap while the objects read are held, over the live heap.",
 }
