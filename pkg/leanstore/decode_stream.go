@@ -183,6 +183,11 @@ func readTag(r *bufio.Reader) (protowire.Number, protowire.Type, uint64, error) 
 		return 0, 0, 0, err
 	}
 	num, typ := protowire.DecodeTag(tag)
+	if num < protowire.MinValidNumber || num > protowire.MaxValidNumber {
+		// Field number 0 (or one past 2^29-1) is no protobuf: apimachinery's
+		// decoder rejects it ("illegal tag 0"), and so must this one.
+		return 0, 0, 0, fmt.Errorf("invalid protobuf field number %d", num)
+	}
 	if typ != protowire.BytesType {
 		return num, typ, 0, nil
 	}
