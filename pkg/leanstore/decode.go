@@ -7,9 +7,11 @@ import (
 	"strings"
 
 	"google.golang.org/protobuf/encoding/protowire"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	clientscheme "k8s.io/client-go/kubernetes/scheme"
 )
 
 // The lean protobuf decoder reads Kubernetes protobuf messages itself instead of
@@ -44,9 +46,10 @@ const (
 	listMetaField  = 1 // every list kind: ListMeta metadata = 1
 	listItemsField = 2 // every list kind: repeated items = 2
 
-	unknownTypeMeta = 1 // runtime.Unknown
-	unknownRaw      = 2
-	typeMetaKind    = 2
+	unknownTypeMeta    = 1 // runtime.Unknown
+	unknownRaw         = 2
+	typeMetaAPIVersion = 1
+	typeMetaKind       = 2
 
 	watchEventType   = 1 // metav1.WatchEvent
 	watchEventObject = 2
@@ -68,6 +71,47 @@ type protoDecoder struct {
 	metaBuf, objBuf, itemBuf []byte
 	// reused counts objects returned from the cache.
 	reused int
+
+	// listType is the apiVersion and kind a list of newObject's type carries
+	// in its envelope (see listTypeOf), found once.
+	listType     schema.GroupVersionKind
+	listTypeDone bool
+}
+
+// checkListType checks a list envelope's type against the list of the
+// informer's type, as apimachinery's decoder does: an empty apiVersion or kind
+// takes the expected one, any other is not the list asked for (a body of
+// another resource, or corrupt). A type that client-go's scheme does not know
+// (a user's own typed custom resource) is not checked.
+func (d *protoDecoder) checkListType(apiVersion, kind string) error {
+	if !d.listTypeDone {
+		d.listType, d.listTypeDone = listTypeOf(d.newObject()), true
+	}
+	want := d.listType
+	if want.Kind == "" {
+		return nil
+	}
+	if kind != "" && kind != want.Kind {
+		return fmt.Errorf("the body is a %s, not a %s", kind, want.Kind)
+	}
+	if apiVersion != "" && apiVersion != want.GroupVersion().String() {
+		return fmt.Errorf("the body is of %s, not of %s", apiVersion, want.GroupVersion())
+	}
+	return nil
+}
+
+// listTypeOf returns the apiVersion and kind of the list of obj's type: for
+// metadata-only informers meta.k8s.io/v1 PartialObjectMetadataList, for
+// typed ones what client-go's scheme registers; empty when it registers none.
+func listTypeOf(obj runtime.Object) schema.GroupVersionKind {
+	if _, ok := obj.(*metav1.PartialObjectMetadata); ok {
+		return metav1.SchemeGroupVersion.WithKind("PartialObjectMetadataList")
+	}
+	gvks, _, err := clientscheme.Scheme.ObjectKinds(obj)
+	if err != nil || len(gvks) != 1 {
+		return schema.GroupVersionKind{}
+	}
+	return gvks[0].GroupVersion().WithKind(gvks[0].Kind + "List")
 }
 
 // unmarshaler is implemented by every generated Kubernetes type.

@@ -38,7 +38,7 @@ func (d *protoDecoder) decodeListStream(body io.Reader, gr schema.GroupResource,
 	if err := d.checkMagic(r, gr); err != nil {
 		return res, "", err
 	}
-	var kind string
+	var apiVersion, kind string
 	listed := false
 	for {
 		num, typ, n, err := readTag(r)
@@ -61,11 +61,17 @@ func (d *protoDecoder) decodeListStream(body io.Reader, gr schema.GroupResource,
 				return res, "", decodeError(gr, fmt.Errorf("read list of %s: %w", gr, err))
 			}
 			err = eachField(b, func(fn protowire.Number, ft protowire.Type, v []byte) error {
-				if fn == typeMetaKind && ft == protowire.BytesType {
+				switch {
+				case fn == typeMetaKind && ft == protowire.BytesType:
 					kind = string(v)
+				case fn == typeMetaAPIVersion && ft == protowire.BytesType:
+					apiVersion = string(v)
 				}
 				return nil
 			})
+			if err == nil && kind != "Status" {
+				err = d.checkListType(apiVersion, kind)
+			}
 			if err != nil {
 				return res, "", decodeError(gr, fmt.Errorf("list of %s: its type: %w", gr, err))
 			}
