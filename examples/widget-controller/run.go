@@ -41,7 +41,9 @@ func run(ctx context.Context, cfg config) error {
 	log := cfg.logger
 	// Client-layer retries for 429, 503 and 504; other errors reach the loop.
 	rc := rest.CopyConfig(cfg.rest)
-	retry.Wrap(rc)
+	if err := retry.Wrap(rc); err != nil {
+		return err
+	}
 	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return err

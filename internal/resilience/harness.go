@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/cachetune/cachetune/pkg/backoff"
 	"github.com/cachetune/cachetune/pkg/failure"
 	"github.com/cachetune/cachetune/pkg/faults"
 	"github.com/cachetune/cachetune/pkg/leanstore"
@@ -232,13 +233,13 @@ func Run(ctx context.Context, cfg *rest.Config, namespace string, newInformer Ne
 	defer stopWriting()
 
 	if !sc.NoGrant {
-		if err := sleep(ctx, o.Settle); err != nil {
+		if err := backoff.Sleep(ctx, o.Settle); err != nil {
 			return res, err
 		}
 		startFault()
 		lift = sc.Start(p, o.GVR.Resource)
 	}
-	if err := sleep(ctx, o.FaultFor); err != nil {
+	if err := backoff.Sleep(ctx, o.FaultFor); err != nil {
 		lift()
 		return res, err
 	}
@@ -271,7 +272,7 @@ func Run(ctx context.Context, cfg *rest.Config, namespace string, newInformer Ne
 			res.Diff = describeDiff(store, server)
 			break
 		}
-		if err := sleep(ctx, 100*time.Millisecond); err != nil {
+		if err := backoff.Sleep(ctx, 100*time.Millisecond); err != nil {
 			return res, err
 		}
 	}
@@ -309,15 +310,4 @@ func status(inf cache.SharedIndexInformer) *leanstore.Status {
 	}
 	st := li.Status()
 	return &st
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

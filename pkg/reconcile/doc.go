@@ -58,7 +58,7 @@
 // run off the workers, at most WithHookConcurrency at a time, each under
 // WithHookTimeout: this is the asynchronous work, such as a status update,
 // that the seed's error_policy cannot do. A key that fails forever costs at
-// most Backoff.MaxRuns reconciles in any window: one per Backoff.Max once
+// most Backoff.MaxAttempts reconciles in any window: one per Backoff.Cap once
 // the backoff has ramped up.
 //
 // # Traces and metrics

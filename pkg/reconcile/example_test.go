@@ -34,7 +34,7 @@ func ExampleNew() {
 		close(done)
 		return reconcile.Result{}, nil
 	},
-		reconcile.WithBackoff(reconcile.Backoff{Base: 10 * time.Millisecond, Factor: 2, Max: time.Second}),
+		reconcile.WithBackoff(reconcile.Backoff{Initial: 10 * time.Millisecond, Factor: 2, Cap: time.Second}),
 		reconcile.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
 	)
 	stopped := make(chan error)

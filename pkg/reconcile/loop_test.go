@@ -201,7 +201,7 @@ func TestRequeueAfterAndPanic(t *testing.T) {
 			panic("nil map")
 		}
 		return reconcile.Result{}, nil
-	}, reconcile.WithLogger(quiet()), reconcile.WithBackoff(reconcile.Backoff{Base: 50 * time.Millisecond, Factor: 2, Max: time.Second}))
+	}, reconcile.WithLogger(quiet()), reconcile.WithBackoff(reconcile.Backoff{Initial: 50 * time.Millisecond, Factor: 2, Cap: time.Second}))
 	start(t, l)
 	l.Enqueue(cache.NewObjectName("ns", "poll"))
 	l.Enqueue(cache.NewObjectName("ns", "panics"))
@@ -279,7 +279,7 @@ func TestConfigurationErrors(t *testing.T) {
 		want string
 	}{
 		{"no workers", reconcile.New("x", ok, reconcile.WithWorkers(0)), "workers must be at least 1"},
-		{"bad backoff", reconcile.New("x", ok, reconcile.WithBackoff(reconcile.Backoff{Base: time.Second, Max: time.Millisecond, Factor: 2})), "invalid backoff"},
+		{"bad backoff", reconcile.New("x", ok, reconcile.WithBackoff(reconcile.Backoff{Initial: time.Second, Cap: time.Millisecond, Factor: 2})), "invalid backoff"},
 		{"no func", reconcile.New("x", nil), "nil Func"},
 		{"no name", reconcile.New("", ok), "empty name"},
 		{"no hook time", reconcile.New("x", ok, reconcile.WithHookTimeout(0)), "hook timeout"},
@@ -320,7 +320,7 @@ func TestTraceLines(t *testing.T) {
 		return reconcile.Result{RequeueAfter: time.Hour}, nil
 	},
 		reconcile.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))),
-		reconcile.WithBackoff(reconcile.Backoff{Base: 20 * time.Millisecond, Factor: 2, Max: time.Second}),
+		reconcile.WithBackoff(reconcile.Backoff{Initial: 20 * time.Millisecond, Factor: 2, Cap: time.Second}),
 	)
 	start(t, l)
 	l.Enqueue(cache.NewObjectName("shop", "w1"))

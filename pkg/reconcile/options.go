@@ -48,11 +48,12 @@ func defaults() options {
 }
 
 func (o options) validate() error {
+	if err := o.backoff.Validate(); err != nil {
+		return err
+	}
 	switch {
 	case o.workers < 1:
 		return fmt.Errorf("workers must be at least 1, got %d", o.workers)
-	case !o.backoff.validate():
-		return fmt.Errorf("invalid backoff %+v: need Base > 0, Max ≥ Base, Factor ≥ 1, Jitter ≥ 0", o.backoff)
 	case o.conflictDelay < 0 || o.conflictRetries < 0:
 		return fmt.Errorf("invalid conflict retry: delay %s, retries %d", o.conflictDelay, o.conflictRetries)
 	case o.debounce < 0 || o.timeout < 0 || o.parkedRecheck < 0:
@@ -72,8 +73,8 @@ func WithWorkers(n int) Option {
 }
 
 // WithBackoff sets the per-key backoff after transient failures; the default
-// is DefaultBackoff. Its Max bounds what a forever-failing object costs: see
-// Backoff.MaxRuns.
+// is DefaultBackoff. Its Cap bounds what a forever-failing object costs: see
+// Backoff.MaxAttempts.
 func WithBackoff(b Backoff) Option {
 	return func(o *options) { o.backoff = b }
 }
