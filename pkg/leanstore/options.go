@@ -110,8 +110,8 @@ func defaultOptions() options {
 
 // newOptions applies opts over the defaults. An invalid option is recorded
 // in the err field, not dropped or clamped: the factory's constructors return
-// no error (client-go's signatures), so the error is the informers' to
-// report (see validate).
+// no error (client-go's signatures), so the informers report it: they do not
+// run, and Check and Status name the option (see Informer.RunWithContext).
 func newOptions(resync time.Duration, opts []Option) options {
 	o := defaultOptions()
 	o.resync = resync
@@ -364,7 +364,8 @@ func WithLogger(l logr.Logger) Option {
 }
 
 // WithMetrics registers the factory's Prometheus metrics (store census, list
-// paths, failures by class) with r.
+// paths, failures by class) with r. A registration that fails (another
+// factory of the same name on r) is an invalid option: see newOptions.
 func WithMetrics(r prometheus.Registerer) Option {
 	return func(o *options) { o.registerer = r }
 }
