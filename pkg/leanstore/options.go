@@ -365,7 +365,8 @@ func WithLogger(l logr.Logger) Option {
 
 // WithMetrics registers the factory's Prometheus metrics (store census, list
 // paths, failures by class) with r. A registration that fails (another
-// factory of the same name on r) is an invalid option: see newOptions.
+// factory of the same name on r) is an invalid option: Check reports it
+// and the informers do not run.
 func WithMetrics(r prometheus.Registerer) Option {
 	return func(o *options) { o.registerer = r }
 }
