@@ -64,7 +64,10 @@ func run(ctx context.Context, cfg config) error {
 	// stripped, and the ConfigMap cache holds this controller's ConfigMaps
 	// alone.
 	reg := prometheus.NewRegistry()
-	klog := leanstore.WithLogger(logr.FromSlogHandler(log.Handler()))
+	// The library logs through logr, as client-go does; this program's slog
+	// handler is bridged once, here at the edge.
+	lr := logr.FromSlogHandler(log.Handler())
+	klog := leanstore.WithLogger(lr)
 	widgets := leanstore.NewDynamicSharedInformerFactory(dyn, 0,
 		leanstore.WithNamespace(cfg.namespace), leanstore.WithName("widgets"), leanstore.WithMetrics(reg), klog)
 	children := leanstore.NewSharedInformerFactory(cs, 0,
@@ -77,7 +80,7 @@ func run(ctx context.Context, cfg config) error {
 	trigger := reconcile.DefaultPredicate() // spec changes, not status writes
 	loop := reconcile.New("widgets", c.reconcile,
 		reconcile.WithWorkers(cfg.workers),
-		reconcile.WithLogger(log),
+		reconcile.WithLogger(lr),
 		reconcile.WithMetrics(reg),
 		reconcile.WithOnPermanent(reconcile.ConditionHook(dyn, dataset.WidgetGVR, "Ready")),
 	)
@@ -93,11 +96,11 @@ func run(ctx context.Context, cfg config) error {
 
 	srv, err := profile.Start(ctx,
 		profile.WithAddr(cfg.addr),
-		profile.WithRegistry(reg, reg),
+		profile.WithMetrics(reg),
 		profile.WithReadiness("informers", func(ctx context.Context) error {
 			return errors.Join(widgets.Check(ctx), children.Check(ctx))
 		}),
-		profile.WithLogger(log),
+		profile.WithLogger(lr),
 	)
 	if err != nil {
 		return err

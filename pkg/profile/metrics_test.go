@@ -71,7 +71,7 @@ func TestMetricsSharedRegistry(t *testing.T) {
 	mine := prometheus.NewCounter(prometheus.CounterOpts{Name: "controller_reconciles_total", Help: "test"})
 	reg.MustRegister(mine)
 
-	s, err := cprofile.Start(t.Context(), cprofile.WithAddr("127.0.0.1:0"), cprofile.WithRegistry(reg, reg))
+	s, err := cprofile.Start(t.Context(), cprofile.WithAddr("127.0.0.1:0"), cprofile.WithMetrics(reg))
 	if err != nil {
 		t.Fatalf("Start with a registry holding the stock Go collector: %v", err)
 	}

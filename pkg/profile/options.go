@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -14,7 +15,6 @@ type Option func(*options)
 type options struct {
 	addr             string
 	registerer       prometheus.Registerer
-	gatherer         prometheus.Gatherer
 	readiness        []readinessCheck
 	readinessTimeout time.Duration
 	pyroscope        *PyroscopeConfig
@@ -46,21 +46,19 @@ func WithAddr(addr string) Option {
 	return func(o *options) { o.addr = addr }
 }
 
-// WithRegistry serves /metrics from gatherer and registers the runtime and
-// process collectors with registerer, so that a process keeps one registry
-// for its own metrics and these. Pass prometheus.DefaultRegisterer and
-// prometheus.DefaultGatherer to share the global registry: its stock Go and
-// process collectors are replaced while the server runs (they would collide
-// with the richer ones registered here) and put back at Shutdown. A Go
-// collector registered with options of its own makes Start fail: register
+// WithMetrics registers the runtime and process collectors with r and
+// serves /metrics from it, so that a process keeps one registry for its own
+// metrics and these. r must also be a prometheus.Gatherer, as a
+// *prometheus.Registry is (Start fails otherwise). Pass
+// prometheus.DefaultRegisterer to share the global registry: its stock Go
+// and process collectors are replaced while the server runs (they would
+// collide with the richer ones registered here) and put back at Shutdown. A
+// Go collector registered with options of its own makes Start fail: register
 // NewRuntimeCollector in its place instead.
 //
 // Without this option the server uses a registry of its own.
-func WithRegistry(registerer prometheus.Registerer, gatherer prometheus.Gatherer) Option {
-	return func(o *options) {
-		o.registerer = registerer
-		o.gatherer = gatherer
-	}
+func WithMetrics(r prometheus.Registerer) Option {
+	return func(o *options) { o.registerer = r }
 }
 
 // WithReadiness adds a named check to /readyz. The endpoint answers 200 when
@@ -94,12 +92,10 @@ func WithPyroscope(cfg PyroscopeConfig) Option {
 }
 
 // WithLogger sets where the server reports errors that have no caller to
-// return to: a failed Pyroscope upload, a listener that stopped. The default
-// is slog.Default(); nil keeps it.
-func WithLogger(l *slog.Logger) Option {
-	return func(o *options) {
-		if l != nil {
-			o.logger = l
-		}
-	}
+// return to: a failed Pyroscope upload, a listener that stopped. It is a
+// logr.Logger, as in client-go and controller-runtime (slog through
+// logr.FromSlogHandler). The default is slog.Default(); logr.Discard() logs
+// nothing.
+func WithLogger(l logr.Logger) Option {
+	return func(o *options) { o.logger = slog.New(logr.ToSlogHandler(l)) }
 }

@@ -60,7 +60,7 @@ func Start(ctx context.Context, opts ...Option) (*Server, error) {
 		}
 	}
 
-	metrics, err := registerMetrics(o.registerer, o.gatherer)
+	metrics, err := registerMetrics(o.registerer)
 	if err != nil {
 		return nil, err
 	}

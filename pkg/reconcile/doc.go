@@ -63,7 +63,7 @@
 //
 // # Traces and metrics
 //
-// Every reconcile logs one line (log/slog, or logr with WithLogr) with the
+// Every reconcile logs one line (a logr.Logger, WithLogger) with the
 // controller, the object, the trigger, the attempt, the duration, the time
 // it waited in the queue, the outcome (success, requeue, retry, parked,
 // canceled), the error and its class, and when it runs next. WithMetrics

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/tools/cache"
@@ -319,7 +320,7 @@ func TestTraceLines(t *testing.T) {
 		}
 		return reconcile.Result{RequeueAfter: time.Hour}, nil
 	},
-		reconcile.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))),
+		reconcile.WithLogger(logr.FromSlogHandler(slog.NewJSONHandler(&logs, nil))),
 		reconcile.WithBackoff(reconcile.Backoff{Initial: 20 * time.Millisecond, Factor: 2, Cap: time.Second}),
 	)
 	start(t, l)
@@ -347,7 +348,7 @@ func TestTraceLines(t *testing.T) {
 	}
 }
 
-// WithLogr sends the traces through a logr.Logger (klog, zapr, ...).
+// WithLogger sends the traces through a logr.Logger (klog, zapr, ...).
 func TestLogr(t *testing.T) {
 	leakcheck.Check(t)
 	var mu sync.Mutex
@@ -361,7 +362,7 @@ func TestLogr(t *testing.T) {
 	l := reconcile.New("logr", func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 		defer close(done)
 		return reconcile.Result{}, nil
-	}, reconcile.WithLogr(logger))
+	}, reconcile.WithLogger(logger))
 	stop := start(t, l)
 	l.Enqueue(cache.NewObjectName("ns", "a"))
 	<-done
