@@ -40,9 +40,13 @@ func (o *object) next(mutate func(*corev1.Pod)) (*corev1.Pod, *corev1.Pod) {
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func newTestDetector(opts ...Option) (*ChurnDetector, *testingclock.FakeClock) {
+func newTestDetector(opts ...ChurnOption) (*ChurnDetector, *testingclock.FakeClock) {
 	clk := testingclock.NewFakeClock(t0)
-	return NewChurnDetector(append([]Option{WithClock(clk), WithResource("pods")}, opts...)...), clk
+	d, err := NewChurnDetector(append([]ChurnOption{WithClock(clk), WithResource("pods")}, opts...)...)
+	if err != nil {
+		panic(err) // the tests' options are valid
+	}
+	return d, clk
 }
 
 var ignoreTimes = cmpopts.IgnoreFields(Finding{}, "FirstSeen", "LastSeen", "StreakSince", "Classes")
