@@ -2,6 +2,7 @@ package profile
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -36,6 +37,23 @@ func defaults() options {
 		readinessTimeout: time.Second,
 		logger:           slog.Default(),
 	}
+}
+
+// validate returns the first option out of range, naming it: Start fails
+// with it rather than serve with a setting it was not given.
+func (o *options) validate() error {
+	if o.readinessTimeout <= 0 {
+		return fmt.Errorf("profile: WithReadinessTimeout: must be positive, got %s", o.readinessTimeout)
+	}
+	for _, c := range o.readiness {
+		if c.check == nil {
+			return fmt.Errorf("profile: WithReadiness %q: check is nil", c.name)
+		}
+	}
+	if o.pyroscope != nil {
+		return o.pyroscope.validate()
+	}
+	return nil
 }
 
 // WithAddr sets the address to listen on, in net.Listen's "host:port" form.

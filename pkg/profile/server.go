@@ -54,10 +54,8 @@ func Start(ctx context.Context, opts ...Option) (*Server, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if o.pyroscope != nil {
-		if err := o.pyroscope.validate(); err != nil {
-			return nil, err
-		}
+	if err := o.validate(); err != nil {
+		return nil, err
 	}
 
 	metrics, err := registerMetrics(o.registerer)
