@@ -76,15 +76,6 @@ func EstimateBytesPerObject(sample []interface{}, n int) float64 {
 	return s.perObject(n)
 }
 
-// EstimateSize returns the heap bytes obj references, counted as Census counts
-// them. Memory obj shares with other objects (interned strings, shared parts) is
-// counted whole.
-func EstimateSize(obj interface{}) int64 {
-	s := newSizer()
-	s.object(obj)
-	return int64(s.perObject(1))
-}
-
 // sizer sums the allocations reachable from a sample of objects. It records, for
 // each allocation, how many sampled objects reach it: an allocation reached from
 // one sampled object stands for one per object of the whole store, while one

@@ -130,9 +130,6 @@ func (c *core[K]) waitForCacheSync(ctx context.Context) map[K]bool {
 	return res
 }
 
-// Informers returns the factory's informers in creation order.
-func (c *core[K]) Informers() []*Informer { return c.all() }
-
 // Status reports every informer's list path, last list and failures.
 func (c *core[K]) Status() []Status {
 	var out []Status

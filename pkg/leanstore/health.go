@@ -37,14 +37,14 @@ func newHealth(t *tracker, b Backoff) *health {
 }
 
 // failed reports a failure and waits out the backoff; false means ctx ended.
-func (h *health) failed(ctx context.Context, f Failure, err error) bool {
+func (h *health) failed(ctx context.Context, f failedAttempt, err error) bool {
 	d := h.backoff.delay()
 	h.report(ctx, f, err, d)
 	return sleep(ctx, d)
 }
 
 // report reports a failure after which the informer retries after next.
-func (h *health) report(ctx context.Context, f Failure, err error, next time.Duration) {
+func (h *health) report(ctx context.Context, f failedAttempt, err error, next time.Duration) {
 	f.Err, f.NextDelay = err, next
 	h.tracker.fail(ctx, f)
 }
@@ -71,5 +71,5 @@ func (h *health) watchStalled(ctx context.Context, idle time.Duration, events in
 	if events == 0 {
 		h.stalls.Add(1)
 	}
-	h.report(ctx, Failure{Reason: failure.WatchStalled}, stalled(idle), 0)
+	h.report(ctx, failedAttempt{Reason: failure.WatchStalled}, stalled(idle), 0)
 }

@@ -109,7 +109,7 @@ func (i *Informer) reflectorError(ctx context.Context, r *cache.Reflector, err e
 	if err == nil || isReported(err) || errors.Is(err, context.Canceled) {
 		return
 	}
-	i.tracker.failFrom(ctx, Failure{Reason: failure.WatchFailed, Err: err}, r)
+	i.tracker.failFrom(ctx, failedAttempt{Reason: failure.WatchFailed, Err: err}, r)
 }
 
 // Name is the informer's name in logs, metrics and profiles: factory/resource.

@@ -41,7 +41,7 @@ func (lw *listWatch) startWatch(ctx context.Context, opts metav1.ListOptions) (w
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		start := Failure{Reason: failure.WatchStartFailed}
+		start := failedAttempt{Reason: failure.WatchStartFailed}
 		if isExpired(err) {
 			lw.health.report(ctx, start, err, 0)
 			return nil, reportedError{err}
@@ -80,7 +80,7 @@ func (lw *listWatch) watchStreamBroke(ctx context.Context) func(error) {
 			return
 		}
 		lw.health.watchBroken.Store(true)
-		lw.health.report(ctx, Failure{Reason: failure.WatchFailed}, err, 0)
+		lw.health.report(ctx, failedAttempt{Reason: failure.WatchFailed}, err, 0)
 	}
 }
 
@@ -169,12 +169,12 @@ func (w *leanWatch) run(ctx context.Context) {
 				}
 				obj, err := w.lw.strip.apply(ev.Object, w.lw.gr())
 				if err != nil {
-					h.report(ctx, Failure{Reason: failure.WatchFailed}, err, 0)
+					h.report(ctx, failedAttempt{Reason: failure.WatchFailed}, err, 0)
 					return
 				}
 				o, ok := obj.(runtime.Object)
 				if !ok {
-					h.report(ctx, Failure{Reason: failure.WatchFailed}, fmt.Errorf("%s: transform returned %T, not a runtime.Object", w.lw.gr(), obj), 0)
+					h.report(ctx, failedAttempt{Reason: failure.WatchFailed}, fmt.Errorf("%s: transform returned %T, not a runtime.Object", w.lw.gr(), obj), 0)
 					return
 				}
 				ev.Object = o
@@ -191,7 +191,7 @@ func (w *leanWatch) run(ctx context.Context) {
 					} else {
 						h.expiry.reset()
 					}
-					h.report(ctx, Failure{Reason: failure.WatchError}, err, d)
+					h.report(ctx, failedAttempt{Reason: failure.WatchError}, err, d)
 					if !sleep(ctx, d) || !w.relist(ctx) {
 						return
 					}
@@ -201,7 +201,7 @@ func (w *leanWatch) run(ctx context.Context) {
 					}
 					continue
 				}
-				h.report(ctx, Failure{Reason: failure.WatchError}, err, 0)
+				h.report(ctx, failedAttempt{Reason: failure.WatchError}, err, 0)
 			}
 			if ev.Type != watch.Error {
 				if events++; events == 1 {
@@ -271,7 +271,7 @@ func (w *leanWatch) relist(ctx context.Context) bool {
 		if err != nil {
 			if ctx.Err() == nil {
 				w.lw.health.watchBroken.Store(true)
-				w.lw.health.report(ctx, Failure{Reason: failure.WatchStartFailed}, err, 0)
+				w.lw.health.report(ctx, failedAttempt{Reason: failure.WatchStartFailed}, err, 0)
 			}
 			return false
 		}
