@@ -92,11 +92,8 @@ func (lw *listWatch) watchStreamBroke(ctx context.Context) func(error) {
 // would otherwise leave the cache stale indefinitely.
 //
 // When the server ends the watch because its resourceVersion is gone (410), the
-// watch lists again itself, from inside the watch, and hands the reflector only
-// what changed (see relist), then watches on from the list's resourceVersion.
-// client-go's own re-list replaces the whole store instead, building a second
-// items map, index and key set next to the first, and sends every handler an
-// update per object.
+// watch lists again itself and hands the reflector only what changed (relist);
+// the package documentation, "Re-lists inside the watch", says why.
 type leanWatch struct {
 	lw    *listWatch
 	inner watch.Interface

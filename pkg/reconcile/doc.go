@@ -1,5 +1,6 @@
 // Package reconcile runs a controller's reconcile function on client-go's
-// workqueue, with the error handling the seed's guide asks for: transient
+// workqueue, with error handling that neither loses a failure nor floods the
+// API server (docs/reconcile.md): transient
 // errors retried with per-key exponential backoff and jitter, permanent ones
 // recorded on the object and parked until its spec changes, a reset on
 // success, asynchronous hooks with a time limit, and a structured trace and
@@ -57,7 +58,7 @@
 // dropped before they reach the queue. Hooks (WithOnPermanent, WithOnError)
 // run off the workers, at most WithHookConcurrency at a time, each under
 // WithHookTimeout: this is the asynchronous work, such as a status update,
-// that the seed's error_policy cannot do. A key that fails forever costs at
+// that a synchronous error policy cannot do without holding a worker. A key that fails forever costs at
 // most Backoff.MaxAttempts reconciles in any window: one per Backoff.Cap once
 // the backoff has ramped up.
 //

@@ -32,8 +32,8 @@ type options struct {
 // defaults are every default of a Loop, in one place.
 func defaults() options {
 	return options{
-		// A small fixed pool: the seed's concurrency setting. One goroutine
-		// per event is how controllers end up throttled with 429s.
+		// A small fixed pool, bounded whatever the event rate: one
+		// goroutine per event is how controllers end up throttled with 429s.
 		workers: 2,
 		backoff: DefaultBackoff(),
 		// Long enough for the informer to deliver the version that won the
