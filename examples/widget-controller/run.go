@@ -105,7 +105,7 @@ func run(ctx context.Context, cfg config) error {
 	if err != nil {
 		return err
 	}
-	defer srv.Shutdown(context.Background())
+	defer func() { _ = srv.Shutdown(context.Background()) }() // exiting: nothing left to report it to
 	log.Info("serving pprof, metrics and health", "url", "http://"+srv.Addr(),
 		"try", "curl -s http://"+srv.Addr()+"/metrics | grep cachetune_reconcile")
 

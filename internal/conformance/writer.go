@@ -273,44 +273,6 @@ func (w *writer) create(ctx context.Context, ns string) error {
 	return nil
 }
 
-// createBurst creates n Pods at once, from several goroutines, so that their
-// events arrive faster than a slow consumer takes them.
-func (w *writer) createBurst(ctx context.Context, ns string, n int) error {
-	type made struct {
-		pod  *corev1.Pod
-		held bool
-	}
-	batch := make([]made, n)
-	for i := range batch {
-		batch[i].pod, batch[i].held = w.newPod(ns)
-	}
-	errs := make(chan error, n)
-	work := make(chan *corev1.Pod)
-	var wg sync.WaitGroup
-	for range 6 {
-		wg.Go(func() {
-			for pod := range work {
-				if _, err := w.cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-					errs <- fmt.Errorf("create pod %s/%s: %w", ns, pod.Name, err)
-				}
-			}
-		})
-	}
-	for _, m := range batch {
-		work <- m.pod
-	}
-	close(work)
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
-		return err
-	}
-	for _, m := range batch {
-		w.created(m.pod, m.held)
-	}
-	return nil
-}
-
 // patchBurst patches n times Pods that exist, from several goroutines, so
 // that events queue up behind a slow consumer without the next list growing.
 func (w *writer) patchBurst(ctx context.Context, n int) error {

@@ -41,11 +41,11 @@ func (b Backoff) Validate() error {
 	var err error
 	switch {
 	case b.Initial <= 0:
-		err = fmt.Errorf("Initial must be positive, got %s", b.Initial)
+		err = fmt.Errorf("Initial must be positive, got %s", b.Initial) //nolint:staticcheck // ST1005: the message starts with the field's name
 	case math.IsNaN(b.Factor) || b.Factor < 1:
-		err = fmt.Errorf("Factor must be at least 1, got %v", b.Factor)
+		err = fmt.Errorf("Factor must be at least 1, got %v", b.Factor) //nolint:staticcheck // ST1005: the message starts with the field's name
 	case b.Cap < b.Initial:
-		err = fmt.Errorf("Cap must be at least Initial (%s), got %s", b.Initial, b.Cap)
+		err = fmt.Errorf("Cap must be at least Initial (%s), got %s", b.Initial, b.Cap) //nolint:staticcheck // ST1005: the message starts with the field's name
 	case math.IsNaN(b.Jitter) || b.Jitter < 0:
 		err = fmt.Errorf("Jitter must not be negative, got %v", b.Jitter)
 	case b.ResetAfter < 0:

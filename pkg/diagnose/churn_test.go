@@ -57,7 +57,7 @@ func statusWrite(now time.Time) func(*corev1.Pod) {
 		p.Status.Message = now.Format(time.RFC3339Nano)
 		p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "looper", Operation: metav1.ManagedFieldsOperationUpdate,
 			Subresource: "status", Time: &metav1.Time{Time: now.Truncate(time.Second)},
-			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:message":{}}}`)}}}
+			FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:message":{}}}`)}}
 	}
 }
 
@@ -131,7 +131,7 @@ func annotate(m, other, value string, now time.Time) func(*corev1.Pod) {
 			}
 		}
 		p.ManagedFields = append(kept, metav1.ManagedFieldsEntry{Manager: m, Operation: metav1.ManagedFieldsOperationUpdate,
-			Time: &metav1.Time{Time: now.Truncate(time.Second)}, FieldsV1: &metav1.FieldsV1{Raw: []byte(ownsX)}})
+			Time: &metav1.Time{Time: now.Truncate(time.Second)}, FieldsV1: metav1.NewFieldsV1(ownsX)})
 	}
 }
 

@@ -132,7 +132,6 @@ func TestSharedValuesAreFreed(t *testing.T) {
 	}
 	held := countLive()
 	runtime.KeepAlive(objs) // held until counted
-	objs = nil
 	runtime.GC()
 	runtime.GC()
 	if after := countLive(); held == 0 || after >= held {
