@@ -1,6 +1,3 @@
-// Package objmeta reads the object metadata of whatever an informer delivers
-// to its event handlers, for the packages that judge events (pkg/predicate)
-// and watch them (pkg/diagnose); see docs/troubleshooting.md.
 package objmeta
 
 import (

@@ -8,6 +8,8 @@
 // may cost (MaxAttempts). docs/errors-and-backoff.md shows the schedule at
 // work under each fault.
 //
+// The guide that uses it: docs/errors-and-backoff.md.
+//
 //	b := backoff.Default() // client-go's reflector: 800 ms, ×2, 30 s, jitter 1.0, reset after 2 min
 //	s := backoff.NewSchedule(b)
 //	for {

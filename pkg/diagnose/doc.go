@@ -1,7 +1,8 @@
 // Package diagnose finds, from an informer's events and store, the causes of
-// the seed's troubleshooting symptoms that show in the objects themselves:
-// reconcile loops, two controllers fighting over a field, and objects stuck
-// Terminating.
+// controller trouble that show in the objects themselves: reconcile loops,
+// two controllers fighting over a field, and objects stuck Terminating.
+//
+// The guide that uses it: docs/troubleshooting.md.
 //
 // # Churn: loops and ping-pong
 //

@@ -2,6 +2,8 @@
 // factories whose caches are lean: smaller per object, with no start-up or
 // re-list spike, and with every list and watch failure reported.
 //
+// The guide that uses it: docs/memory.md.
+//
 // A controller swaps one constructor and keeps every lister, informer and handler:
 //
 //	// factory := informers.NewSharedInformerFactory(clientset, 0)

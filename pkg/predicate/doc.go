@@ -3,6 +3,8 @@
 // reconciler never runs because a predicate drops everything" shows in numbers
 // instead of silence.
 //
+// The guide that uses it: docs/troubleshooting.md.
+//
 // A Predicate judges the three informer events (Create, Update, Delete) on
 // anything an informer delivers: typed objects, *unstructured.Unstructured,
 // *metav1.PartialObjectMetadata, and cache.DeletedFinalStateUnknown tombstones on

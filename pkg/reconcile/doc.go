@@ -1,13 +1,14 @@
 // Package reconcile runs a controller's reconcile function on client-go's
 // workqueue, with error handling that neither loses a failure nor floods the
-// API server (docs/reconcile.md): transient
-// errors retried with per-key exponential backoff and jitter, permanent ones
-// recorded on the object and parked until its spec changes, a reset on
-// success, asynchronous hooks with a time limit, and a structured trace and
-// Prometheus metrics for every reconcile. It is a thin layer over
-// workqueue.TypedRateLimitingInterface[cache.ObjectName] and informers, not a
-// framework: the reconcile function reads listers and writes with clients as
-// any client-go controller does.
+// API server: transient errors retried with per-key exponential backoff and
+// jitter, permanent ones recorded on the object and parked until its spec
+// changes, a reset on success, asynchronous hooks with a time limit, and a
+// structured trace and Prometheus metrics for every reconcile. It is a thin
+// layer over workqueue.TypedRateLimitingInterface[cache.ObjectName] and
+// informers, not a framework: the reconcile function reads listers and writes
+// with clients as any client-go controller does.
+//
+// The guide that uses it: docs/reconcile.md.
 //
 //	loop := reconcile.New("widgets", reconcileWidget,
 //		reconcile.WithWorkers(4),

@@ -2,6 +2,8 @@
 // http.RoundTripper that retries 429, 503 and 504, and time-outs for single
 // API calls in reconcile code.
 //
+// The guide that uses it: docs/errors-and-backoff.md.
+//
 //	cfg := rest.CopyConfig(base)
 //	if err := retry.Wrap(cfg); err != nil { // defaults: 4 attempts, 30 s, backoff 500 ms..8 s
 //		return err // an option out of range
