@@ -39,16 +39,7 @@ var widgetGK = schema.GroupKind{Group: dataset.WidgetGVR.Group, Kind: "Widget"}
 // reconcile loop, and returns when ctx ends and everything has stopped.
 func run(ctx context.Context, cfg config) error {
 	log := cfg.logger
-	// Client-layer retries for 429, 503 and 504; other errors reach the loop.
-	rc := rest.CopyConfig(cfg.rest)
-	if err := retry.Wrap(rc); err != nil {
-		return err
-	}
-	cs, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return err
-	}
-	dyn, err := dynamic.NewForConfig(rc)
+	cs, dyn, err := clients(cfg.rest)
 	if err != nil {
 		return err
 	}
@@ -124,4 +115,22 @@ func run(ctx context.Context, cfg config) error {
 	log.Info("stopped", "parked", s.Parked, "inBackoff", s.InBackoff,
 		"eventsPassed", p.Passed(), "eventsFiltered", p.Filtered())
 	return err
+}
+
+// clients returns the typed and dynamic clients of the controller, with
+// client-layer retries for 429, 503 and 504; other errors reach the loop.
+func clients(cfg *rest.Config) (kubernetes.Interface, dynamic.Interface, error) {
+	rc := rest.CopyConfig(cfg)
+	if err := retry.Wrap(rc); err != nil {
+		return nil, nil, err
+	}
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, nil, err
+	}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cs, dyn, nil
 }
