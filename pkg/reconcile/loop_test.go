@@ -284,6 +284,7 @@ func TestConfigurationErrors(t *testing.T) {
 		{"no func", reconcile.New("x", nil), "nil Func"},
 		{"no name", reconcile.New("", ok), "empty name"},
 		{"no hook time", reconcile.New("x", ok, reconcile.WithHookTimeout(0)), "hook timeout"},
+		{"negative trace verbosity", reconcile.New("x", ok, reconcile.WithTraceVerbosity(-1)), "trace verbosity"},
 	}
 	for _, c := range cases {
 		err := c.loop.Run(context.Background())
