@@ -2,7 +2,25 @@
 GO        ?= go
 # Two API servers at most run at once (one per test package in flight).
 TESTFLAGS ?= -race -count=1 -timeout 60m
-GOLANGCI  := github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
+# golangci-lint, pinned: `make lint` installs this version into bin/ with
+# go install when bin/ does not hold it (CI starts from a clean checkout with
+# Go and the module proxy only).
+GOLANGCI_VERSION := v2.15.0
+GOLANGCI         := $(CURDIR)/bin/golangci-lint-$(GOLANGCI_VERSION)
+
+# The Kubernetes version, pinned here and nowhere else: every go.mod requires
+# k8s.io/kubernetes at v$(KUBE_VERSION) and the staging modules (k8s.io/api,
+# apimachinery, client-go, apiextensions-apiserver, ...) at v0.MINOR.PATCH of
+# it. `make kube-version-check` (part of lint) fails on any other version, so a
+# bump is this line plus `go get` in each module. The one exception is
+# KUBE_VERSION_EXCEPTIONS: modules not published at this patch.
+KUBE_VERSION := 1.37.2
+KUBE_STAGING := v0.$(word 2,$(subst ., ,$(KUBE_VERSION))).$(word 3,$(subst ., ,$(KUBE_VERSION)))
+KUBE_MINOR   := v[01]\.$(word 2,$(subst ., ,$(KUBE_VERSION)))\.
+# k8s.io/sample-controller (the copied upstream example's module) is not
+# published at v0.37.2.
+KUBE_VERSION_EXCEPTIONS := k8s.io/sample-controller v0.37.1
+GO_MODULES = . tools/kubeapiserver internal/upstream/samplecontroller $(CR_DIR)
 
 # The controller-runtime integration is a nested module, so that the library
 # module never requires controller-runtime; its tests run on envtest started
@@ -10,7 +28,7 @@ GOLANGCI  := github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 CR_DIR         := controllerruntime
 ENVTEST_ASSETS := $(CURDIR)/bin/envtest
 
-.PHONY: help test test-short bench bench-scale bench-cr conformance resilience listcost golden apiserver envtest-assets example example-cr lint tidy-check golangci clean
+.PHONY: help test test-short bench bench-scale bench-cr conformance resilience listcost golden apiserver envtest-assets example example-cr lint tidy-check golangci kube-version-check clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -77,21 +95,34 @@ example: apiserver ## run the example Widget controller on a local kube-apiserve
 example-cr: apiserver ## run the example controller-runtime operator (leancache) on a local kube-apiserver (Ctrl-C stops it)
 	cd $(CR_DIR) && $(GO) run ./examples/appconfig-operator --local
 
-lint: tidy-check ## gofmt, go vet, go mod tidy check (both modules) and golangci-lint
+lint: tidy-check kube-version-check ## gofmt, go vet, go mod tidy and Kubernetes version checks (all modules), golangci-lint
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	cd tools/kubeapiserver && $(GO) vet ./...
 	cd $(CR_DIR) && $(GO) vet ./...
 	$(MAKE) golangci
 
-golangci: ## golangci-lint v2 from the module proxy
-	$(GO) run $(GOLANGCI) run ./...
-	cd $(CR_DIR) && $(GO) run $(GOLANGCI) run ./...
+golangci: $(GOLANGCI) ## golangci-lint (.golangci.yml) over the library and the controller-runtime module
+	$(GOLANGCI) run ./...
+	cd $(CR_DIR) && $(GOLANGCI) run --config $(CURDIR)/.golangci.yml ./...
+
+$(GOLANGCI):
+	@mkdir -p $(CURDIR)/bin
+	GOBIN=$(CURDIR)/bin/golangci-$(GOLANGCI_VERSION).tmp $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_VERSION)
+	mv $(CURDIR)/bin/golangci-$(GOLANGCI_VERSION).tmp/golangci-lint $@
+	rmdir $(CURDIR)/bin/golangci-$(GOLANGCI_VERSION).tmp
+
+kube-version-check: ## fail when a go.mod requires a Kubernetes module at another version than KUBE_VERSION
+	@bad=$$(for d in $(GO_MODULES); do \
+		grep -HE '^[[:space:]]*(require[[:space:]]+)?k8s\.io/[a-z-]+ $(KUBE_MINOR)|=> k8s\.io/[a-z-]+ $(KUBE_MINOR)' $$d/go.mod; \
+	done | grep -vE 'k8s\.io/kubernetes v$(KUBE_VERSION)([[:space:]]|$$)|k8s\.io/[a-z-]+ $(KUBE_STAGING)([[:space:]]|$$)' \
+	     | grep -vF '$(KUBE_VERSION_EXCEPTIONS)'); \
+	if [ -n "$$bad" ]; then echo "Kubernetes modules not at v$(KUBE_VERSION) ($(KUBE_STAGING) for staging), the Makefile's KUBE_VERSION:"; echo "$$bad"; exit 1; fi
 
 tidy-check: ## fail when go mod tidy would change go.mod or go.sum (all modules), or the library module requires controller-runtime
 	@if $(GO) mod graph | grep -q 'sigs.k8s.io/controller-runtime'; then \
 		echo "the root module's go mod graph has sigs.k8s.io/controller-runtime: it belongs in $(CR_DIR)/ only"; exit 1; fi
-	@for d in . tools/kubeapiserver internal/upstream/samplecontroller $(CR_DIR); do \
+	@for d in $(GO_MODULES); do \
 		(cd $$d && bak=$$(mktemp -d) && cp go.mod go.sum $$bak/ && \
 		 $(GO) mod tidy && \
 		 if ! cmp -s go.mod $$bak/go.mod || ! cmp -s go.sum $$bak/go.sum; then \

@@ -5,6 +5,8 @@
 // and as JSON, the transforms that strip fields, and the live heap of a store
 // filled in each mode.
 //
+// The guide that uses it: docs/memory.md, which quotes its results.
+//
 //	go test -run '^$' -bench . -count 6 ./bench/ | tee new.txt
 //	benchstat bench/results/go-bench.txt new.txt
 //

@@ -42,7 +42,7 @@ var storeModes = []struct {
 // metadata-only informer receives.
 var metaSerializer = func() kruntime.Serializer {
 	s := kruntime.NewScheme()
-	metav1.AddMetaToScheme(s)
+	_ = metav1.AddMetaToScheme(s) // cannot fail: a fresh scheme, fixed types
 	return protobuf.NewSerializer(s, s)
 }()
 

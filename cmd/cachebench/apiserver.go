@@ -47,7 +47,7 @@ KUBEBUILDER_ASSETS.`, stderr)
 	if err != nil {
 		return err
 	}
-	defer srv.Stop()
+	defer func() { _ = srv.Stop() }() // for the early returns: the last line returns Stop's error
 	if *pods > 0 {
 		spec := dataset.Spec{Name: "standard", Namespace: *ns, Pods: *pods, Progress: dataset.ProgressPrinter(stderr)}
 		if err := dataset.Seed(ctx, srv.Config, spec); err != nil {

@@ -103,16 +103,9 @@ controller-runtime's client deep-copies each unless UnsafeDisableDeepCopy.`, std
 	var o runOptions
 	o.plan = bench.DefaultPlan()
 	s := &o.spec
-	fs.IntVar(&s.Pods, "pods", 10000, "number of Pods to seed")
-	fs.IntVar(&s.PodEnv, "pod-env", 4, "env vars in a Pod's main container: sets the Pod size (4 is about 20 KB of JSON)")
+	datasetFlags(fs, s)
 	shape := fs.String("pod-shape", "workload", "workload: the Pods of each of eight workloads share their template; unique: every Pod has its own env values, image tag and template hash")
-	fs.IntVar(&s.ConfigMaps, "configmaps", 0, "number of ConfigMaps to seed")
-	fs.IntVar(&s.ConfigMapBytes, "configmap-bytes", 4<<10, "data bytes per ConfigMap")
-	fs.IntVar(&s.Secrets, "secrets", 0, "number of Secrets to seed")
-	fs.IntVar(&s.SecretBytes, "secret-bytes", 256<<10, "data bytes per Secret")
 	fs.IntVar(&s.Nodes, "nodes", 0, "number of Nodes to seed (local server only: a cluster's scheduler would use them)")
-	fs.IntVar(&s.Widgets, "widgets", 0, "number of Widget custom resources to seed (installs the CRD)")
-	fs.IntVar(&s.WidgetBytes, "widget-bytes", 2<<10, "spec bytes per Widget")
 	kind := fs.String("dataset", "standard", "standard: the counts above; mixed: per 10,000 --pods, 2,000 ConfigMaps, 1,000 Secrets of 8 KiB, 100 Nodes and 500 Widgets, cached together (counts given as flags win)")
 	resources := fs.String("resources", "", "resources to cache, comma-separated from "+strings.Join(resourceOrder, ",")+" (default: the kinds seeded; pods with --kubeconfig)")
 	fs.BoolVar(&o.together, "together", false, "cache all --resources in one process per mode, as one controller does (default with --dataset mixed)")

@@ -20,14 +20,8 @@ exactly those.`, stderr)
 	var spec dataset.Spec
 	fs.StringVar(&spec.Namespace, "namespace", "cachetune-bench", "namespace to seed into (created when missing)")
 	fs.StringVar(&spec.Name, "name", "standard", "dataset name, the value of the cachetune.dev/dataset label")
-	fs.IntVar(&spec.Pods, "pods", 10000, "number of Pods")
-	fs.IntVar(&spec.PodEnv, "pod-env", 4, "env vars in a Pod's main container: sets the Pod size (4 is about 20 KB of JSON)")
-	fs.IntVar(&spec.ConfigMaps, "configmaps", 0, "number of ConfigMaps")
-	fs.IntVar(&spec.ConfigMapBytes, "configmap-bytes", 4<<10, "data bytes per ConfigMap")
-	fs.IntVar(&spec.Secrets, "secrets", 0, "number of Secrets")
-	fs.IntVar(&spec.SecretBytes, "secret-bytes", 256<<10, "data bytes per Secret")
-	fs.IntVar(&spec.Widgets, "widgets", 0, "number of Widget custom resources (installs the CRD)")
-	fs.IntVar(&spec.Concurrency, "concurrency", 16, "parallel writers")
+	datasetFlags(fs, &spec)
+	fs.IntVar(&spec.Concurrency, "concurrency", dataset.Standard("").WithDefaults().Concurrency, "parallel writers")
 	clean := fs.Bool("clean", false, "delete the named dataset instead of creating it")
 	if err := parseFlags(fs, args); err != nil {
 		return err

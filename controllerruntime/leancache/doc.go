@@ -7,6 +7,8 @@
 // failure reporting. controller-runtime's own answer to memory is
 // TransformStripManagedFields alone.
 //
+// The guide that uses it: README.md, "controller-runtime operators, and envtest with nothing to download".
+//
 // A manager takes it in one line, and the rest of the operator does not
 // change:
 //

@@ -69,17 +69,9 @@ func (b *builder) newInformer(lw toolscache.ListerWatcher, obj runtime.Object, r
 
 func (b *builder) build(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) (*informer, error) {
 	v := variantOf(obj)
-	var gvk schema.GroupVersionKind
-	if v == typed {
-		var err error
-		if gvk, err = apiutil.GVKForObject(obj, b.scheme); err != nil {
-			return nil, fmt.Errorf("leancache: %w", err)
-		}
-	} else {
-		gvk = obj.GetObjectKind().GroupVersionKind()
-		if _, isList := obj.(*metav1.PartialObjectMetadataList); isList || gvk.Kind == "" || gvk.Version == "" {
-			return nil, fmt.Errorf("leancache: a %s informer needs the object's kind and version, got %q for %T", v, gvk, obj)
-		}
+	gvk, err := b.gvkOf(v, obj)
+	if err != nil {
+		return nil, err
 	}
 	mapping, err := b.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
@@ -91,25 +83,8 @@ func (b *builder) build(lw toolscache.ListerWatcher, obj runtime.Object, resync 
 		return nil, fmt.Errorf("leancache: %w", err)
 	}
 
-	name := b.owner.opts.Name
-	if v != typed {
-		name += ":" + string(v)
-	}
-	if sc.namespace != "" {
-		name += "@" + sc.namespace
-	}
 	reg := &recorder{}
-	opts := append(append([]leanstore.Option{}, b.owner.opts.Leanstore...),
-		leanstore.WithNamespace(sc.namespace),
-		leanstore.WithLabelSelector(sc.labelSelector),
-		leanstore.WithFieldSelector(sc.fieldSelector),
-		leanstore.WithTweakListOptions(nil),
-		leanstore.WithName(name),
-		leanstore.WithMetrics(nil),
-	)
-	if !b.owner.opts.DisableMetrics {
-		opts = append(opts, leanstore.WithMetrics(reg))
-	}
+	opts := b.leanstoreOptions(v, sc, reg)
 
 	var li *leanstore.Informer
 	switch v {
@@ -158,6 +133,48 @@ func (b *builder) build(lw toolscache.ListerWatcher, obj runtime.Object, resync 
 	}
 	b.owner.add(inf)
 	return inf, nil
+}
+
+// gvkOf is the kind of obj: from the scheme for a typed object, from the
+// object itself for an unstructured or metadata-only one, which must carry it.
+func (b *builder) gvkOf(v variant, obj runtime.Object) (schema.GroupVersionKind, error) {
+	if v == typed {
+		gvk, err := apiutil.GVKForObject(obj, b.scheme)
+		if err != nil {
+			return gvk, fmt.Errorf("leancache: %w", err)
+		}
+		return gvk, nil
+	}
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	if _, isList := obj.(*metav1.PartialObjectMetadataList); isList || gvk.Kind == "" || gvk.Version == "" {
+		return gvk, fmt.Errorf("leancache: a %s informer needs the object's kind and version, got %q for %T", v, gvk, obj)
+	}
+	return gvk, nil
+}
+
+// leanstoreOptions are the cache's leanstore options for one informer, scoped
+// as its list and watch are (sc) and named after the cache, the variant and
+// the namespace; its metrics go to reg unless metrics are off.
+func (b *builder) leanstoreOptions(v variant, sc scope, reg *recorder) []leanstore.Option {
+	name := b.owner.opts.Name
+	if v != typed {
+		name += ":" + string(v)
+	}
+	if sc.namespace != "" {
+		name += "@" + sc.namespace
+	}
+	opts := append(append([]leanstore.Option{}, b.owner.opts.Leanstore...),
+		leanstore.WithNamespace(sc.namespace),
+		leanstore.WithLabelSelector(sc.labelSelector),
+		leanstore.WithFieldSelector(sc.fieldSelector),
+		leanstore.WithTweakListOptions(nil),
+		leanstore.WithName(name),
+		leanstore.WithMetrics(nil),
+	)
+	if !b.owner.opts.DisableMetrics {
+		opts = append(opts, leanstore.WithMetrics(reg))
+	}
+	return opts
 }
 
 // plainConfig is the config without a negotiated serializer: the dynamic and

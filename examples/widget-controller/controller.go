@@ -31,7 +31,7 @@ const (
 )
 
 // callTimeout bounds each API call a reconcile makes: one slow call must not
-// hold a worker (the seed's time-out strategy).
+// hold a worker, or a stalled server would stop every key behind it.
 const callTimeout = 10 * time.Second
 
 var palette = map[string]bool{"red": true, "green": true, "blue": true}

@@ -76,7 +76,11 @@ func mainErr() error {
 		if err != nil {
 			return err
 		}
-		defer srv.Stop()
+		defer func() {
+			if err := srv.Stop(); err != nil {
+				log.Warn("stopping the local kube-apiserver", "error", err)
+			}
+		}()
 		log.Info("kube-apiserver ready", "host", srv.Host, "kubeconfig", srv.Kubeconfig, "startup", srv.StartupTime)
 		cfg.rest, cfg.demo = srv.Config, *demo
 		if cfg.seed < 0 {

@@ -39,14 +39,7 @@ var widgetGK = schema.GroupKind{Group: dataset.WidgetGVR.Group, Kind: "Widget"}
 // reconcile loop, and returns when ctx ends and everything has stopped.
 func run(ctx context.Context, cfg config) error {
 	log := cfg.logger
-	// Client-layer retries for 429, 503 and 504; other errors reach the loop.
-	rc := rest.CopyConfig(cfg.rest)
-	retry.Wrap(rc)
-	cs, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return err
-	}
-	dyn, err := dynamic.NewForConfig(rc)
+	cs, dyn, err := clients(cfg.rest)
 	if err != nil {
 		return err
 	}
@@ -62,7 +55,10 @@ func run(ctx context.Context, cfg config) error {
 	// stripped, and the ConfigMap cache holds this controller's ConfigMaps
 	// alone.
 	reg := prometheus.NewRegistry()
-	klog := leanstore.WithLogger(logr.FromSlogHandler(log.Handler()))
+	// The library logs through logr, as client-go does; this program's slog
+	// handler is bridged once, here at the edge.
+	lr := logr.FromSlogHandler(log.Handler())
+	klog := leanstore.WithLogger(lr)
 	widgets := leanstore.NewDynamicSharedInformerFactory(dyn, 0,
 		leanstore.WithNamespace(cfg.namespace), leanstore.WithName("widgets"), leanstore.WithMetrics(reg), klog)
 	children := leanstore.NewSharedInformerFactory(cs, 0,
@@ -75,7 +71,7 @@ func run(ctx context.Context, cfg config) error {
 	trigger := reconcile.DefaultPredicate() // spec changes, not status writes
 	loop := reconcile.New("widgets", c.reconcile,
 		reconcile.WithWorkers(cfg.workers),
-		reconcile.WithLogger(log),
+		reconcile.WithLogger(lr),
 		reconcile.WithMetrics(reg),
 		reconcile.WithOnPermanent(reconcile.ConditionHook(dyn, dataset.WidgetGVR, "Ready")),
 	)
@@ -91,16 +87,16 @@ func run(ctx context.Context, cfg config) error {
 
 	srv, err := profile.Start(ctx,
 		profile.WithAddr(cfg.addr),
-		profile.WithRegistry(reg, reg),
+		profile.WithMetrics(reg),
 		profile.WithReadiness("informers", func(ctx context.Context) error {
 			return errors.Join(widgets.Check(ctx), children.Check(ctx))
 		}),
-		profile.WithLogger(log),
+		profile.WithLogger(lr),
 	)
 	if err != nil {
 		return err
 	}
-	defer srv.Shutdown(context.Background())
+	defer func() { _ = srv.Shutdown(context.Background()) }() // exiting: nothing left to report it to
 	log.Info("serving pprof, metrics and health", "url", "http://"+srv.Addr(),
 		"try", "curl -s http://"+srv.Addr()+"/metrics | grep cachetune_reconcile")
 
@@ -119,4 +115,22 @@ func run(ctx context.Context, cfg config) error {
 	log.Info("stopped", "parked", s.Parked, "inBackoff", s.InBackoff,
 		"eventsPassed", p.Passed(), "eventsFiltered", p.Filtered())
 	return err
+}
+
+// clients returns the typed and dynamic clients of the controller, with
+// client-layer retries for 429, 503 and 504; other errors reach the loop.
+func clients(cfg *rest.Config) (kubernetes.Interface, dynamic.Interface, error) {
+	rc := rest.CopyConfig(cfg)
+	if err := retry.Wrap(rc); err != nil {
+		return nil, nil, err
+	}
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, nil, err
+	}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cs, dyn, nil
 }

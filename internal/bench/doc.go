@@ -3,6 +3,8 @@
 // and its children, and the rendering of results as a table, JSON and a
 // self-contained HTML report.
 //
+// The guide that uses it: docs/memory.md, whose figures it produces.
+//
 // # Modes
 //
 // A Mode is a constructor that starts an informer cache and returns a Cache

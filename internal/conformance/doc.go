@@ -4,6 +4,8 @@
 // mode, all at once on one real API server behind one fault proxy, and checks
 // each of them against the truth, a fresh consistent LIST:
 //
+// The guide that uses it: README.md, "Layout" (and `make conformance`).
+//
 //   - after every step, the store holds the same keys at the same
 //     resourceVersions as the truth;
 //   - the state the event handlers were told (adds, updates and deletes

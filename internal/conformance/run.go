@@ -107,19 +107,9 @@ func Run(ctx context.Context, cfg Config, seed uint64) (Result, error) {
 	start := time.Now()
 	res := Result{Seed: seed}
 	rnd := rand.New(rand.NewPCG(seed, 0x5eed))
-	catalog := Faults
-	if len(cfg.Faults) > 0 {
-		catalog = nil
-		for _, f := range Faults {
-			for _, name := range cfg.Faults {
-				if f.Name == name {
-					catalog = append(catalog, f)
-				}
-			}
-		}
-		if len(catalog) == 0 {
-			return res, fmt.Errorf("no fault named %v (the catalog: %v)", cfg.Faults, FaultNames())
-		}
+	catalog, err := catalogOf(cfg.Faults)
+	if err != nil {
+		return res, err
 	}
 
 	admin, err := kubernetes.NewForConfig(cfg.Server)
@@ -139,13 +129,9 @@ func Run(ctx context.Context, cfg Config, seed uint64) (Result, error) {
 	defer proxy.Close()
 
 	selector := runLabel + "=" + run
-	subjects := make([]*subject, 0, len(cfg.Flavors))
-	for _, f := range cfg.Flavors {
-		s, err := newSubject(f, proxy.Config(cfg.Server), selector)
-		if err != nil {
-			return res, fmt.Errorf("flavor %s: %w", f, err)
-		}
-		subjects = append(subjects, s)
+	subjects, err := newSubjects(cfg.Flavors, proxy.Config(cfg.Server), selector)
+	if err != nil {
+		return res, err
 	}
 	var gates map[clientfeatures.Feature]bool
 	if cfg.PerItemProcessing {
@@ -153,23 +139,9 @@ func Run(ctx context.Context, cfg Config, seed uint64) (Result, error) {
 	}
 	restoreGates := withGates(gates)
 	defer restoreGates()
-	runCtx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	defer func() {
-		stop()
-		wg.Wait()
-	}()
-	for _, s := range subjects {
-		wg.Go(func() { s.run(runCtx) })
-		wg.Go(func() { s.rv.run(runCtx, s.inf) })
-	}
-	syncCtx, cancelSync := context.WithTimeout(ctx, cfg.OracleTimeout)
-	for _, s := range subjects {
-		if !cache.WaitForCacheSync(syncCtx.Done(), s.inf.HasSynced) {
-			res.Failures = append(res.Failures, fmt.Sprintf("%s did not sync within %s", s.flavor, cfg.OracleTimeout))
-		}
-	}
-	cancelSync()
+	stop := startSubjects(ctx, subjects)
+	defer stop()
+	res.Failures = append(res.Failures, waitSynced(ctx, subjects, cfg.OracleTimeout)...)
 	if res.Failed() {
 		return res, nil
 	}
@@ -177,21 +149,7 @@ func Run(ctx context.Context, cfg Config, seed uint64) (Result, error) {
 	// every step, client-go's (the oracle) only at the end, since its backoff
 	// cannot be shortened and would make every step wait for it.
 	check := func(step string, timeout time.Duration, oracles bool) {
-		truth, err := truthOf(ctx, admin, selector)
-		if err != nil {
-			res.Failures = append(res.Failures, fmt.Sprintf("%s: the truth: %v", step, err))
-			return
-		}
-		var checked []*subject
-		for _, s := range subjects {
-			if oracles || !s.flavor.Oracle() {
-				checked = append(checked, s)
-			}
-		}
-		t0 := time.Now()
-		fails, slowest := converge(ctx, checked, truth, step, timeout)
-		res.Failures = append(res.Failures, fails...)
-		cfg.Log("seed %d %s: %d objects, converged in %s (slowest %s)", seed, step, len(truth), time.Since(t0).Round(10*time.Millisecond), slowest)
+		res.Failures = append(res.Failures, checkTruth(ctx, cfg, admin, selector, subjects, seed, step, timeout, oracles)...)
 	}
 	check("after the initial sync", cfg.OracleTimeout, true)
 	var stickies []func()
@@ -200,73 +158,190 @@ func Run(ctx context.Context, cfg Config, seed uint64) (Result, error) {
 			lift()
 		}
 	}()
-
 	for i := range cfg.Steps {
 		f := catalog[rnd.IntN(len(catalog))]
 		res.Faults = append(res.Faults, f.Name)
 		step := fmt.Sprintf("step %d (%s)", i+1, f.Name)
 		cfg.Log("seed %d %s", seed, step)
 		w.logf("-- %s", step)
-		lift := f.apply(proxy, rnd)
-		if f.sticky {
-			stickies = append(stickies, lift)
-			lift = func() {}
+		n, err := holdFault(ctx, w, proxy, subjects, f, rnd, cfg.MaxWrites, &stickies)
+		res.Writes += n
+		if err != nil {
+			return res, fmt.Errorf("%s: %w", step, err)
 		}
-		if f.ghost {
-			n, err := ghost(ctx, w, proxy, subjects)
-			res.Writes += n
-			if err != nil {
-				lift()
-				return res, fmt.Errorf("%s: %w", step, err)
-			}
-		} else {
-			n := 1 + rnd.IntN(cfg.MaxWrites)
-			at := rnd.IntN(n + 1)
-			for j := range n + 1 {
-				if j == at && f.trigger != nil {
-					f.trigger(proxy)
-				}
-				if j == n {
-					break
-				}
-				if err := w.write(ctx); err != nil {
-					lift()
-					return res, fmt.Errorf("%s: %w", step, err)
-				}
-				res.Writes++
-			}
-		}
-		sleepCtx(ctx, time.Duration(200+rnd.IntN(1300))*time.Millisecond) // the fault holds a while
-		lift()
-		for _, s := range subjects {
-			if why := impairs(f, s.flavor); why != "" && s.impaired == "" {
-				s.impaired = step + ": " + why
-				res.Impaired = append(res.Impaired, s.flavor.String()+" after "+s.impaired)
-			}
-		}
-		timeout := cfg.StepTimeout
-		if f.slow {
-			timeout += IdleTimeout
-		}
-		check(step, timeout, false)
+		res.Impaired = append(res.Impaired, markImpaired(f, step, subjects)...)
+		check(step, stepTimeout(cfg, f), false)
 	}
 	if err := w.releaseAll(ctx); err != nil {
 		return res, err
 	}
 	check("at the end", cfg.OracleTimeout, true)
 	stop()
-	wg.Wait()
-	for _, s := range subjects {
-		_, violations := s.rec.snapshot()
-		for _, v := range violations {
-			res.Failures = append(res.Failures, fmt.Sprintf("%s: handler: %s", s.flavor, v))
-		}
-		for _, v := range s.rv.result() {
-			res.Failures = append(res.Failures, fmt.Sprintf("%s: %s", s.flavor, v))
-		}
-	}
+	res.Failures = append(res.Failures, violations(subjects)...)
 	res.Duration = time.Since(start)
 	return res, nil
+}
+
+// startSubjects runs every subject's informer and resourceVersion recorder
+// until the returned stop is called, which waits for them.
+func startSubjects(ctx context.Context, subjects []*subject) (stop func()) {
+	runCtx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for _, s := range subjects {
+		wg.Go(func() { s.run(runCtx) })
+		wg.Go(func() { s.rv.run(runCtx, s.inf) })
+	}
+	return func() {
+		cancel()
+		wg.Wait()
+	}
+}
+
+// checkTruth lists the truth and waits up to timeout for the subjects to
+// hold it (the oracles too when oracles is set), returning what failed.
+func checkTruth(ctx context.Context, cfg Config, admin kubernetes.Interface, selector string, subjects []*subject, seed uint64, step string, timeout time.Duration, oracles bool) []string {
+	truth, err := truthOf(ctx, admin, selector)
+	if err != nil {
+		return []string{fmt.Sprintf("%s: the truth: %v", step, err)}
+	}
+	var checked []*subject
+	for _, s := range subjects {
+		if oracles || !s.flavor.Oracle() {
+			checked = append(checked, s)
+		}
+	}
+	t0 := time.Now()
+	fails, slowest := converge(ctx, checked, truth, step, timeout)
+	cfg.Log("seed %d %s: %d objects, converged in %s (slowest %s)", seed, step, len(truth), time.Since(t0).Round(10*time.Millisecond), slowest)
+	return fails
+}
+
+// catalogOf returns the faults named (every fault when none is), or an error
+// when no fault has any of the names.
+func catalogOf(names []string) ([]Fault, error) {
+	if len(names) == 0 {
+		return Faults, nil
+	}
+	var catalog []Fault
+	for _, f := range Faults {
+		for _, name := range names {
+			if f.Name == name {
+				catalog = append(catalog, f)
+			}
+		}
+	}
+	if len(catalog) == 0 {
+		return nil, fmt.Errorf("no fault named %v (the catalog: %v)", names, FaultNames())
+	}
+	return catalog, nil
+}
+
+// newSubjects builds one subject per flavor, each through cfg (the proxy's).
+func newSubjects(flavors []Flavor, cfg *rest.Config, selector string) ([]*subject, error) {
+	subjects := make([]*subject, 0, len(flavors))
+	for _, f := range flavors {
+		s, err := newSubject(f, cfg, selector)
+		if err != nil {
+			return nil, fmt.Errorf("flavor %s: %w", f, err)
+		}
+		subjects = append(subjects, s)
+	}
+	return subjects, nil
+}
+
+// waitSynced waits up to timeout for every subject to sync and names those
+// that did not.
+func waitSynced(ctx context.Context, subjects []*subject, timeout time.Duration) []string {
+	syncCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var failures []string
+	for _, s := range subjects {
+		if !cache.WaitForCacheSync(syncCtx.Done(), s.inf.HasSynced) {
+			failures = append(failures, fmt.Sprintf("%s did not sync within %s", s.flavor, timeout))
+		}
+	}
+	return failures
+}
+
+// holdFault applies f, makes the step's writes under it, holds it a while
+// and lifts it, unless it is sticky: a sticky fault's lift joins stickies,
+// for the end of the run. It returns how many writes succeeded.
+func holdFault(ctx context.Context, w *writer, proxy *faults.Proxy, subjects []*subject, f Fault, rnd *rand.Rand, maxWrites int, stickies *[]func()) (int, error) {
+	lift := f.apply(proxy, rnd)
+	if f.sticky {
+		*stickies = append(*stickies, lift)
+		lift = func() {}
+	}
+	defer lift()
+	n, err := stepWrites(ctx, w, proxy, subjects, f, rnd, maxWrites)
+	if err != nil {
+		return n, err
+	}
+	sleepCtx(ctx, time.Duration(200+rnd.IntN(1300))*time.Millisecond) // the fault holds a while
+	return n, nil
+}
+
+// stepTimeout is how long the informers have to converge after a step of f:
+// a slow fault's stalled watch takes the idle time-out to notice.
+func stepTimeout(cfg Config, f Fault) time.Duration {
+	if f.slow {
+		return cfg.StepTimeout + IdleTimeout
+	}
+	return cfg.StepTimeout
+}
+
+// stepWrites makes a step's writes while fault f holds: a ghost for a ghost
+// fault, else 1 to maxWrites writes with f's trigger at a random point among
+// them. It returns how many writes succeeded.
+func stepWrites(ctx context.Context, w *writer, proxy *faults.Proxy, subjects []*subject, f Fault, rnd *rand.Rand, maxWrites int) (int, error) {
+	if f.ghost {
+		return ghost(ctx, w, proxy, subjects)
+	}
+	n := 1 + rnd.IntN(maxWrites)
+	at := rnd.IntN(n + 1)
+	writes := 0
+	for j := range n + 1 {
+		if j == at && f.trigger != nil {
+			f.trigger(proxy)
+		}
+		if j == n {
+			break
+		}
+		if err := w.write(ctx); err != nil {
+			return writes, err
+		}
+		writes++
+	}
+	return writes, nil
+}
+
+// markImpaired marks the subjects fault f impairs (the first time only) and
+// returns the lines for Result.Impaired.
+func markImpaired(f Fault, step string, subjects []*subject) []string {
+	var out []string
+	for _, s := range subjects {
+		if why := impairs(f, s.flavor); why != "" && s.impaired == "" {
+			s.impaired = step + ": " + why
+			out = append(out, s.flavor.String()+" after "+s.impaired)
+		}
+	}
+	return out
+}
+
+// violations collects what the subjects' handler and resourceVersion
+// recorders found wrong.
+func violations(subjects []*subject) []string {
+	var out []string
+	for _, s := range subjects {
+		_, vs := s.rec.snapshot()
+		for _, v := range vs {
+			out = append(out, fmt.Sprintf("%s: handler: %s", s.flavor, v))
+		}
+		for _, v := range s.rv.result() {
+			out = append(out, fmt.Sprintf("%s: %s", s.flavor, v))
+		}
+	}
+	return out
 }
 
 func impairs(f Fault, fl Flavor) string {

@@ -116,99 +116,119 @@ func newSubject(f Flavor, cfg *rest.Config, selector string) (*subject, error) {
 			return []string{"all"}, nil
 		}
 	}
+	var err error
 	switch f.Library {
 	case "client-go":
-		if f.Kind != "typed" {
-			return nil, fmt.Errorf("client-go flavor %s: only typed", f)
-		}
-		cs, err := kubernetes.NewForConfig(cfg)
-		if err != nil {
-			return nil, err
-		}
-		var lw cache.ListerWatcher = &cache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (kruntime.Object, error) {
-				o.LabelSelector = selector
-				return cs.CoreV1().Pods("").List(ctx, o)
-			},
-			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				o.LabelSelector = selector
-				return cs.CoreV1().Pods("").Watch(ctx, o)
-			},
-		}
-		if f.Streaming == "off" {
-			lw = noStreamingLists{lw}
-		}
-		inf := cache.NewSharedIndexInformerWithOptions(lw, &corev1.Pod{}, cache.SharedIndexInformerOptions{Indexers: indexers, ObjectDescription: f.String()})
-		s.inf = inf
-		s.run = inf.RunWithContext
+		s.inf, s.run, err = clientGoInformer(f, cfg, selector, indexers)
 	case "leanstore":
-		opts := []leanstore.Option{
-			leanstore.WithLabelSelector(selector),
-			leanstore.WithName(f.String()),
-			leanstore.WithWatchIdleTimeout(IdleTimeout),
-			leanstore.WithBackoff(leanstore.Backoff{Initial: 200 * time.Millisecond, Factor: 2, Cap: 2 * time.Second, Jitter: 0.5, ResetAfter: time.Minute}),
-			leanstore.WithStripLastApplied(),
-		}
-		switch f.Streaming {
-		case "auto":
-			opts = append(opts, leanstore.WithStreamingLists(leanstore.StreamingAuto))
-		case "on":
-			opts = append(opts, leanstore.WithStreamingLists(leanstore.StreamingOn))
-		case "off":
-			opts = append(opts, leanstore.WithStreamingLists(leanstore.StreamingOff))
-		}
-		if f.Sharing {
-			opts = append(opts, leanstore.WithSharing(true))
-		}
-		var inf cache.SharedIndexInformer
-		var start func(context.Context)
-		var shutdown func()
-		switch f.Kind {
-		case "typed":
-			cs, err := kubernetes.NewForConfig(cfg)
-			if err != nil {
-				return nil, err
-			}
-			fac := leanstore.NewSharedInformerFactory(cs, 0, opts...)
-			inf = fac.Core().V1().Pods().Informer()
-			start, shutdown = fac.StartWithContext, fac.Shutdown
-		case "dynamic":
-			dc, err := dynamic.NewForConfig(cfg)
-			if err != nil {
-				return nil, err
-			}
-			fac := leanstore.NewDynamicSharedInformerFactory(dc, 0, opts...)
-			inf = fac.ForResource(podsGVR).Informer()
-			start, shutdown = fac.StartWithContext, fac.Shutdown
-		case "metadata":
-			mc, err := metadata.NewForConfig(cfg)
-			if err != nil {
-				return nil, err
-			}
-			fac := leanstore.NewMetadataSharedInformerFactory(mc, 0, opts...)
-			inf = fac.ForResource(podsGVR).Informer()
-			start, shutdown = fac.StartWithContext, fac.Shutdown
-		default:
-			return nil, fmt.Errorf("flavor %s: unknown kind", f)
-		}
-		if len(indexers) > 0 {
-			if err := inf.AddIndexers(indexers); err != nil {
-				return nil, err
-			}
-		}
-		s.inf = inf
-		s.run = func(ctx context.Context) {
-			start(ctx)
-			<-ctx.Done()
-			shutdown()
-		}
+		s.inf, s.run, err = leanstoreInformer(f, cfg, selector, indexers)
 	default:
-		return nil, fmt.Errorf("flavor %s: unknown library", f)
+		err = fmt.Errorf("flavor %s: unknown library", f)
+	}
+	if err != nil {
+		return nil, err
 	}
 	if _, err := s.inf.AddEventHandler(s.rec.handler()); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// clientGoInformer is the oracle: client-go's own typed Pod informer.
+func clientGoInformer(f Flavor, cfg *rest.Config, selector string, indexers cache.Indexers) (cache.SharedIndexInformer, func(context.Context), error) {
+	if f.Kind != "typed" {
+		return nil, nil, fmt.Errorf("client-go flavor %s: only typed", f)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	var lw cache.ListerWatcher = &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (kruntime.Object, error) {
+			o.LabelSelector = selector
+			return cs.CoreV1().Pods("").List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = selector
+			return cs.CoreV1().Pods("").Watch(ctx, o)
+		},
+	}
+	if f.Streaming == "off" {
+		lw = noStreamingLists{lw}
+	}
+	inf := cache.NewSharedIndexInformerWithOptions(lw, &corev1.Pod{}, cache.SharedIndexInformerOptions{Indexers: indexers, ObjectDescription: f.String()})
+	return inf, inf.RunWithContext, nil
+}
+
+// leanstoreOptions are the factory options of a leanstore flavor.
+func leanstoreOptions(f Flavor, selector string) []leanstore.Option {
+	opts := []leanstore.Option{
+		leanstore.WithLabelSelector(selector),
+		leanstore.WithName(f.String()),
+		leanstore.WithWatchIdleTimeout(IdleTimeout),
+		leanstore.WithBackoff(leanstore.Backoff{Initial: 200 * time.Millisecond, Factor: 2, Cap: 2 * time.Second, Jitter: 0.5, ResetAfter: time.Minute}),
+		leanstore.WithStripLastApplied(),
+	}
+	switch f.Streaming {
+	case "auto":
+		opts = append(opts, leanstore.WithStreamingLists(leanstore.StreamingAuto))
+	case "on":
+		opts = append(opts, leanstore.WithStreamingLists(leanstore.StreamingOn))
+	case "off":
+		opts = append(opts, leanstore.WithStreamingLists(leanstore.StreamingOff))
+	}
+	if f.Sharing {
+		opts = append(opts, leanstore.WithSharing(true))
+	}
+	return opts
+}
+
+// leanstoreInformer is the Pod informer of a leanstore factory of f's kind;
+// running it starts the factory and, when ctx ends, shuts it down.
+func leanstoreInformer(f Flavor, cfg *rest.Config, selector string, indexers cache.Indexers) (cache.SharedIndexInformer, func(context.Context), error) {
+	opts := leanstoreOptions(f, selector)
+	var inf cache.SharedIndexInformer
+	var start func(context.Context)
+	var shutdown func()
+	switch f.Kind {
+	case "typed":
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		fac := leanstore.NewSharedInformerFactory(cs, 0, opts...)
+		inf = fac.Core().V1().Pods().Informer()
+		start, shutdown = fac.StartWithContext, fac.Shutdown
+	case "dynamic":
+		dc, err := dynamic.NewForConfig(cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		fac := leanstore.NewDynamicSharedInformerFactory(dc, 0, opts...)
+		inf = fac.ForResource(podsGVR).Informer()
+		start, shutdown = fac.StartWithContext, fac.Shutdown
+	case "metadata":
+		mc, err := metadata.NewForConfig(cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		fac := leanstore.NewMetadataSharedInformerFactory(mc, 0, opts...)
+		inf = fac.ForResource(podsGVR).Informer()
+		start, shutdown = fac.StartWithContext, fac.Shutdown
+	default:
+		return nil, nil, fmt.Errorf("flavor %s: unknown kind", f)
+	}
+	if len(indexers) > 0 {
+		if err := inf.AddIndexers(indexers); err != nil {
+			return nil, nil, err
+		}
+	}
+	run := func(ctx context.Context) {
+		start(ctx)
+		<-ctx.Done()
+		shutdown()
+	}
+	return inf, run, nil
 }
 
 // noStreamingLists makes client-go's reflector list with LIST, as it does for

@@ -106,7 +106,6 @@ func (w *writer) write(ctx context.Context) error {
 }
 
 func (w *writer) do(ctx context.Context, op string) error {
-	pods := w.CoreV1Pods()
 	switch op {
 	case "create":
 		return w.create(ctx, w.pickNamespace())
@@ -117,44 +116,11 @@ func (w *writer) do(ctx context.Context, op string) error {
 		}
 		return w.delete(ctx, w.newest())
 	case "update":
-		p := w.pick(func(p *podModel) bool { return !p.terminating })
-		if p == nil {
-			return nil
-		}
-		w.logf("update %s/%s", p.ns, p.name)
-		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			pod, err := pods(p.ns).Get(ctx, p.name, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			pod.Labels["gen"] = strconv.Itoa(w.rnd.IntN(1000))
-			_, err = pods(p.ns).Update(ctx, pod, metav1.UpdateOptions{})
-			return err
-		})
+		return w.updateLabel(ctx)
 	case "patch":
-		p := w.pick(func(p *podModel) bool { return !p.terminating })
-		if p == nil {
-			return nil
-		}
-		w.logf("patch %s/%s", p.ns, p.name)
-		patch := fmt.Sprintf(`{"metadata":{"annotations":{"conformance/n":"%d"}}}`, w.rnd.IntN(1000))
-		_, err := pods(p.ns).Patch(ctx, p.name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
-		return err
+		return w.patchAnnotation(ctx)
 	case "status":
-		p := w.pick(func(p *podModel) bool { return !p.terminating })
-		if p == nil {
-			return nil
-		}
-		w.logf("status %s/%s", p.ns, p.name)
-		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			pod, err := pods(p.ns).Get(ctx, p.name, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			pod.Status.Message = "step " + strconv.Itoa(w.rnd.IntN(1000))
-			_, err = pods(p.ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
-			return err
-		})
+		return w.updateStatus(ctx)
 	case "delete":
 		return w.delete(ctx, w.pick(func(p *podModel) bool { return !p.terminating && !p.held }))
 	case "delete-held":
@@ -166,63 +132,132 @@ func (w *writer) do(ctx context.Context, op string) error {
 		}
 		return w.release(ctx, p)
 	case "unselect", "reselect":
-		want := op == "reselect"
-		p := w.pick(func(p *podModel) bool { return !p.terminating && p.selected != want })
-		if p == nil {
-			return nil
-		}
-		value := w.run
-		if !want {
-			value = "out-" + w.run
-		}
-		w.logf("%s %s/%s", op, p.ns, p.name)
-		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, runLabel, value)
-		if _, err := pods(p.ns).Patch(ctx, p.name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-			return err
-		}
-		p.selected = want
-		return nil
+		return w.setSelected(ctx, op)
 	case "namespace-create":
-		if len(w.namespaces) >= 4 {
-			return nil
-		}
-		if err := w.createNamespace(ctx); err != nil {
+		return w.addNamespace(ctx)
+	case "namespace-drain":
+		return w.drainNamespace(ctx)
+	}
+	return fmt.Errorf("unknown op %q", op)
+}
+
+// updateLabel rewrites the gen label of a Pod that is not terminating.
+func (w *writer) updateLabel(ctx context.Context) error {
+	pods := w.CoreV1Pods()
+	p := w.pick(func(p *podModel) bool { return !p.terminating })
+	if p == nil {
+		return nil
+	}
+	w.logf("update %s/%s", p.ns, p.name)
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		pod, err := pods(p.ns).Get(ctx, p.name, metav1.GetOptions{})
+		if err != nil {
 			return err
 		}
-		for range 3 {
-			if err := w.create(ctx, w.namespaces[len(w.namespaces)-1]); err != nil {
+		pod.Labels["gen"] = strconv.Itoa(w.rnd.IntN(1000))
+		_, err = pods(p.ns).Update(ctx, pod, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+// patchAnnotation merge-patches an annotation of a Pod that is not
+// terminating.
+func (w *writer) patchAnnotation(ctx context.Context) error {
+	p := w.pick(func(p *podModel) bool { return !p.terminating })
+	if p == nil {
+		return nil
+	}
+	w.logf("patch %s/%s", p.ns, p.name)
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{"conformance/n":"%d"}}}`, w.rnd.IntN(1000))
+	_, err := w.CoreV1Pods()(p.ns).Patch(ctx, p.name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	return err
+}
+
+// updateStatus rewrites the status message of a Pod that is not terminating,
+// through the status subresource.
+func (w *writer) updateStatus(ctx context.Context) error {
+	pods := w.CoreV1Pods()
+	p := w.pick(func(p *podModel) bool { return !p.terminating })
+	if p == nil {
+		return nil
+	}
+	w.logf("status %s/%s", p.ns, p.name)
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		pod, err := pods(p.ns).Get(ctx, p.name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		pod.Status.Message = "step " + strconv.Itoa(w.rnd.IntN(1000))
+		_, err = pods(p.ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+// setSelected moves a Pod out of the run's selector (op "unselect") or back
+// into it ("reselect") by its run label.
+func (w *writer) setSelected(ctx context.Context, op string) error {
+	want := op == "reselect"
+	p := w.pick(func(p *podModel) bool { return !p.terminating && p.selected != want })
+	if p == nil {
+		return nil
+	}
+	value := w.run
+	if !want {
+		value = "out-" + w.run
+	}
+	w.logf("%s %s/%s", op, p.ns, p.name)
+	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, runLabel, value)
+	if _, err := w.CoreV1Pods()(p.ns).Patch(ctx, p.name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		return err
+	}
+	p.selected = want
+	return nil
+}
+
+// addNamespace creates a namespace with three Pods, up to four namespaces.
+func (w *writer) addNamespace(ctx context.Context) error {
+	if len(w.namespaces) >= 4 {
+		return nil
+	}
+	if err := w.createNamespace(ctx); err != nil {
+		return err
+	}
+	for range 3 {
+		if err := w.create(ctx, w.namespaces[len(w.namespaces)-1]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// drainNamespace deletes every Pod of a namespace other than the first, then
+// the namespace.
+func (w *writer) drainNamespace(ctx context.Context) error {
+	if len(w.namespaces) < 2 {
+		return nil
+	}
+	ns := w.namespaces[1+w.rnd.IntN(len(w.namespaces)-1)]
+	w.logf("drain namespace %s", ns)
+	for _, k := range w.sortedKeys() {
+		p := w.pods[k]
+		if p.ns != ns {
+			continue
+		}
+		if p.held {
+			if err := w.release(ctx, p); err != nil {
 				return err
 			}
 		}
-		return nil
-	case "namespace-drain":
-		if len(w.namespaces) < 2 {
-			return nil
-		}
-		ns := w.namespaces[1+w.rnd.IntN(len(w.namespaces)-1)]
-		w.logf("drain namespace %s", ns)
-		for _, k := range w.sortedKeys() {
-			p := w.pods[k]
-			if p.ns != ns {
-				continue
-			}
-			if p.held {
-				if err := w.release(ctx, p); err != nil {
-					return err
-				}
-			}
-			if w.pods[k] != nil {
-				if err := w.delete(ctx, p); err != nil {
-					return err
-				}
+		if w.pods[k] != nil {
+			if err := w.delete(ctx, p); err != nil {
+				return err
 			}
 		}
-		w.namespaces = slices.DeleteFunc(w.namespaces, func(n string) bool { return n == ns })
-		// Without a namespace controller the namespace stays Terminating; it
-		// holds nothing any more.
-		return w.cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
 	}
-	return fmt.Errorf("unknown op %q", op)
+	w.namespaces = slices.DeleteFunc(w.namespaces, func(n string) bool { return n == ns })
+	// Without a namespace controller the namespace stays Terminating; it
+	// holds nothing any more.
+	return w.cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
 }
 
 // CoreV1Pods returns the pods client of a namespace.
@@ -270,44 +305,6 @@ func (w *writer) create(ctx context.Context, ns string) error {
 		return fmt.Errorf("create pod %s/%s: %w", ns, pod.Name, err)
 	}
 	w.created(pod, held)
-	return nil
-}
-
-// createBurst creates n Pods at once, from several goroutines, so that their
-// events arrive faster than a slow consumer takes them.
-func (w *writer) createBurst(ctx context.Context, ns string, n int) error {
-	type made struct {
-		pod  *corev1.Pod
-		held bool
-	}
-	batch := make([]made, n)
-	for i := range batch {
-		batch[i].pod, batch[i].held = w.newPod(ns)
-	}
-	errs := make(chan error, n)
-	work := make(chan *corev1.Pod)
-	var wg sync.WaitGroup
-	for range 6 {
-		wg.Go(func() {
-			for pod := range work {
-				if _, err := w.cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-					errs <- fmt.Errorf("create pod %s/%s: %w", ns, pod.Name, err)
-				}
-			}
-		})
-	}
-	for _, m := range batch {
-		work <- m.pod
-	}
-	close(work)
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
-		return err
-	}
-	for _, m := range batch {
-		w.created(m.pod, m.held)
-	}
 	return nil
 }
 

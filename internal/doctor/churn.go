@@ -45,15 +45,19 @@ func churn(ctx context.Context, dyn dynamic.Interface, t target, namespace strin
 		namespace = ""
 	}
 	window, loop, turns := churnSettings(d)
-	det := diagnose.NewChurnDetector(diagnose.WithResource(t.name()), diagnose.WithWindow(window),
-		diagnose.WithLoopThreshold(loop), diagnose.WithPingPongTurns(turns), diagnose.WithRetention(2*d),
-		diagnose.WithHistory(max(churnHistory, loop+loop/2)))
 	c := &Churn{Seconds: d.Seconds()}
-	err := feed(ctx, dyn.Resource(t.gvr).Namespace(namespace), d, det)
+	reg := prometheus.NewPedanticRegistry() // where the detector exports its update counts
+	det, err := diagnose.NewChurnDetector(diagnose.WithResource(t.name()), diagnose.WithWindow(window),
+		diagnose.WithLoopThreshold(loop), diagnose.WithPingPongTurns(turns), diagnose.WithRetention(2*d),
+		diagnose.WithHistory(max(churnHistory, loop+loop/2)), diagnose.WithMetrics(reg))
 	if err != nil {
 		c.Error = err.Error()
+		return c
 	}
-	c.Updates = updatesByClass(det)
+	if err := feed(ctx, dyn.Resource(t.gvr).Namespace(namespace), d, det); err != nil {
+		c.Error = err.Error()
+	}
+	c.Updates = updatesByClass(reg)
 	for _, f := range det.Findings() {
 		c.Findings = append(c.Findings, Finding{
 			Kind: string(f.Kind), Namespace: f.Object.Namespace, Name: f.Object.Name,
@@ -125,14 +129,11 @@ func drain(w watch.Interface, rv string, last map[string]*unstructured.Unstructu
 	return rv, nil
 }
 
-// updatesByClass reads the detector's update counts from its Prometheus
-// collector, where it exports them; classes with no update are left out.
-func updatesByClass(det *diagnose.ChurnDetector) map[string]int {
-	reg := prometheus.NewPedanticRegistry()
+// updatesByClass reads a churn detector's update counts from reg, the
+// registry of its WithMetrics, where it exports them; classes with no update
+// are left out.
+func updatesByClass(reg prometheus.Gatherer) map[string]int {
 	out := map[string]int{}
-	if err := reg.Register(det.Collector()); err != nil {
-		return out
-	}
 	families, err := reg.Gather()
 	if err != nil {
 		return out

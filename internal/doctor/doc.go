@@ -1,7 +1,9 @@
-// Package doctor examines a live cluster the way the troubleshooting guide
+// Package doctor examines a live cluster the way docs/troubleshooting.md
 // does by hand, resource by resource, and says what a controller's informer
 // cache of each would cost and what would fix it. It is the logic of
 // `cachebench doctor`; the command only parses flags and prints.
+//
+// The guide that uses it: docs/troubleshooting.md.
 //
 //	report, err := doctor.Run(ctx, cfg,
 //		doctor.WithResources("pods", "configmaps"), doctor.WithNamespace("shop"),

@@ -11,12 +11,6 @@ import (
 	"github.com/cachetune/cachetune/pkg/leanstore"
 )
 
-// storeEntryBytes is what client-go's store adds per object beyond the object
-// and its key: the items-map slot and the namespace-index entry. It is the
-// figure leanstore's census adds, so that projections and a census of the same
-// cache agree.
-const storeEntryBytes = 96
-
 // projectionModes are the cache modes projected, in report order. The strip
 // steps are cumulative, and each mode names the `cachebench run` mode that
 // measures it.
@@ -63,14 +57,15 @@ var metadataSteps = []cache.TransformFunc{nil, leanstore.Transform()}
 // project estimates the cache heap of count objects like sample in each mode:
 // the sample is transformed as each mode's informer would transform what it
 // decodes, and sized with leanstore.EstimateBytesPerObject, the census's
-// sizing; the store's key and entry are added per object. The sample is
+// sizing (the store's key and entry included), so that projections and a
+// census of the same cache agree. The sample is
 // consumed: its objects are stripped in place.
 func project(sample []runtime.Object, builtIn bool, count int, meanKey float64) ([]Projection, error) {
 	if len(sample) == 0 || count == 0 {
 		return nil, nil
 	}
 	perObject := func(objs []interface{}) float64 {
-		return leanstore.EstimateBytesPerObject(objs, count) + meanKey + storeEntryBytes
+		return leanstore.EstimateBytesPerObject(objs, count, meanKey)
 	}
 	objs := make([]interface{}, len(sample))
 	for i, o := range sample {

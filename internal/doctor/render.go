@@ -20,10 +20,24 @@ type section struct {
 }
 
 // sections lays the report out: resources, projected heap, largest objects,
-// stuck objects, churn.
+// stuck objects, churn. Sections without rows are left out, but for stuck
+// objects, whose absence is news, and churn, shown when a watch ran.
 func sections(r *Report) []section {
-	var out []section
+	out := []section{resourcesSection(r)}
+	if proj := projectionSection(r); len(proj.rows) > 0 {
+		out = append(out, proj)
+	}
+	if big := largestSection(r); len(big.rows) > 0 {
+		out = append(out, big)
+	}
+	out = append(out, stuckSection(r))
+	if r.Settings.WatchSeconds > 0 {
+		out = append(out, churnSection(r))
+	}
+	return out
+}
 
+func resourcesSection(r *Report) section {
 	res := section{title: "Resources", header: []string{"resource", "access", "objects", "JSON KB/obj", "protobuf KB/obj", "managedFields", "last-applied", "LIST first page", "LIST all"}}
 	for _, x := range r.Resources {
 		row := []string{x.Resource, accessCell(x.Access)}
@@ -50,8 +64,10 @@ func sections(r *Report) []section {
 		)
 		res.rows = append(res.rows, row)
 	}
-	out = append(out, res)
+	return res
+}
 
+func projectionSection(r *Report) section {
 	proj := section{title: "Projected cache heap",
 		note:   fmt.Sprintf("from up to %d objects per resource decoded as each informer decodes them; per object: the object, its store key and entry", r.Settings.Sample),
 		header: []string{"resource", "mode", "KB/obj", "total MiB", "saving"}}
@@ -65,10 +81,10 @@ func sections(r *Report) []section {
 				fmt.Sprintf("%.1f", float64(p.Total)/(1<<20)), saving})
 		}
 	}
-	if len(proj.rows) > 0 {
-		out = append(out, proj)
-	}
+	return proj
+}
 
+func largestSection(r *Report) section {
 	big := section{title: "Largest objects", header: []string{"resource", "object", "JSON KB", "managedFields KB", "last-applied KB"}}
 	for _, x := range r.Resources {
 		for _, o := range x.Largest {
@@ -76,10 +92,10 @@ func sections(r *Report) []section {
 				fmt.Sprintf("%.1f", float64(o.JSON)/1000), fmt.Sprintf("%.1f", float64(o.ManagedFields)/1000), fmt.Sprintf("%.1f", float64(o.LastApplied)/1000)})
 		}
 	}
-	if len(big.rows) > 0 {
-		out = append(out, big)
-	}
+	return big
+}
 
+func stuckSection(r *Report) section {
 	after := time.Duration(r.Settings.StuckAfterSeconds * float64(time.Second))
 	st := section{title: "Stuck Terminating", note: fmt.Sprintf("objects Terminating for more than %s", after),
 		header: []string{"resource", "object", "Terminating for", "finalizers"}}
@@ -95,32 +111,31 @@ func sections(r *Report) []section {
 	if len(st.rows) == 0 {
 		st.rows = append(st.rows, []string{"-", "none", "-", "-"})
 	}
-	out = append(out, st)
+	return st
+}
 
-	if r.Settings.WatchSeconds > 0 {
-		ch := section{title: "Churn",
-			note: fmt.Sprintf("a plain watch of %s per resource; a loop is %d rewrites without a spec change in the window, ping-pong %d turns between two managers",
-				time.Duration(r.Settings.WatchSeconds*float64(time.Second)), r.Settings.LoopThreshold, r.Settings.PingPongTurns),
-			header: []string{"resource", "updates", "finding", "object", "managers", "count"}}
-		for _, x := range r.Resources {
-			if x.Churn == nil {
-				continue
-			}
-			updates := classesCell(x.Churn.Updates)
-			if x.Churn.Error != "" {
-				updates += " (watch ended: " + x.Churn.Error + ")"
-			}
-			if len(x.Churn.Findings) == 0 {
-				ch.rows = append(ch.rows, []string{x.Resource, updates, "none", "-", "-", "-"})
-			}
-			for _, f := range x.Churn.Findings {
-				ch.rows = append(ch.rows, []string{x.Resource, updates, f.Kind, objectName(f.Namespace, f.Name),
-					strings.Join(f.Managers, ", "), fmt.Sprint(f.Updates)})
-			}
+func churnSection(r *Report) section {
+	ch := section{title: "Churn",
+		note: fmt.Sprintf("a plain watch of %s per resource; a loop is %d rewrites without a spec change in the window, ping-pong %d turns between two managers",
+			time.Duration(r.Settings.WatchSeconds*float64(time.Second)), r.Settings.LoopThreshold, r.Settings.PingPongTurns),
+		header: []string{"resource", "updates", "finding", "object", "managers", "count"}}
+	for _, x := range r.Resources {
+		if x.Churn == nil {
+			continue
 		}
-		out = append(out, ch)
+		updates := classesCell(x.Churn.Updates)
+		if x.Churn.Error != "" {
+			updates += " (watch ended: " + x.Churn.Error + ")"
+		}
+		if len(x.Churn.Findings) == 0 {
+			ch.rows = append(ch.rows, []string{x.Resource, updates, "none", "-", "-", "-"})
+		}
+		for _, f := range x.Churn.Findings {
+			ch.rows = append(ch.rows, []string{x.Resource, updates, f.Kind, objectName(f.Namespace, f.Name),
+				strings.Join(f.Managers, ", "), fmt.Sprint(f.Updates)})
+		}
 	}
-	return out
+	return ch
 }
 
 func accessCell(a Access) string {

@@ -16,7 +16,10 @@ func stuck(ctx context.Context, mc metadata.Interface, t target, namespace strin
 	if !t.namespaced {
 		namespace = ""
 	}
-	d := diagnose.NewStuckDetector(diagnose.WithThreshold(after), diagnose.WithResource(t.name()))
+	d, err := diagnose.NewStuckDetector(diagnose.WithThreshold(after), diagnose.WithResource(t.name()))
+	if err != nil {
+		return nil, err
+	}
 	found, err := d.List(ctx, mc, t.gvr, namespace)
 	if err != nil {
 		return nil, err

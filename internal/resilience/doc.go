@@ -4,6 +4,8 @@
 // (20 operations per second by default), applies one Scenario for a while,
 // lifts it, and reports:
 //
+// The guide that uses it: docs/errors-and-backoff.md, whose fault table it measures.
+//
 //   - the informer's requests during the fault, in total and in the worst
 //     wall-clock second: a client that backs off stays at a handful, one that
 //     spins makes hundreds;

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/cachetune/cachetune/pkg/backoff"
 	"github.com/cachetune/cachetune/pkg/failure"
 	"github.com/cachetune/cachetune/pkg/faults"
 	"github.com/cachetune/cachetune/pkg/leanstore"
@@ -151,19 +152,10 @@ func Run(ctx context.Context, cfg *rest.Config, namespace string, newInformer Ne
 		return res, fmt.Errorf("scenario %s needs Options.Restricted", sc.Name)
 	}
 
-	dc, err := dynamic.NewForConfig(cfg)
+	w, mc, err := seed(ctx, cfg, namespace, o)
 	if err != nil {
 		return res, err
 	}
-	mc, err := metadata.NewForConfig(cfg)
-	if err != nil {
-		return res, err
-	}
-	w := newWriter(dc, o.GVR, namespace, o.NewObject, o.Objects, o.WriteRate)
-	if err := w.seed(ctx); err != nil {
-		return res, fmt.Errorf("seed %s in %s: %w", o.GVR.Resource, namespace, err)
-	}
-
 	p, err := faults.Start(cfg)
 	if err != nil {
 		return res, err
@@ -174,35 +166,12 @@ func Run(ctx context.Context, cfg *rest.Config, namespace string, newInformer Ne
 	if sc.NoGrant {
 		identity = o.Restricted
 	}
-	inf, err := newInformer(p.Config(identity), namespace)
+	inf, errs, err := newCountedInformer(newInformer, p.Config(identity), namespace)
 	if err != nil {
 		return res, err
 	}
-	// The handler fills surfaced and errs, which become the result's once
-	// counting has stopped: the informer outlives an early return.
-	var (
-		mu         sync.Mutex
-		counting   bool
-		faultStart time.Time
-		surfaced   = map[failure.Reason]int{}
-		errs       []Surfaced
-	)
-	if err := inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if counting {
-			surfaced[failure.Classify(err).Cause]++
-			if len(errs) < maxErrors {
-				errs = append(errs, Surfaced{At: time.Since(faultStart), Err: err})
-			}
-		}
-	}); err != nil {
-		return res, err
-	}
 	startFault := func() {
-		mu.Lock()
-		counting, faultStart = true, time.Now()
-		mu.Unlock()
+		errs.start()
 		p.ResetCounts()
 	}
 
@@ -217,35 +186,26 @@ func Run(ctx context.Context, cfg *rest.Config, namespace string, newInformer Ne
 	defer stopInformer()
 	wg.Go(func() { inf.RunWithContext(runCtx) })
 	if !sc.NoGrant {
-		syncCtx, cancelSync := context.WithTimeout(ctx, o.ConvergeWithin)
-		synced := cache.WaitForCacheSync(syncCtx.Done(), inf.HasSynced)
-		cancelSync()
-		if !synced {
-			return res, fmt.Errorf("informer did not sync within %s", o.ConvergeWithin)
+		if err := waitSynced(ctx, inf, o.ConvergeWithin); err != nil {
+			return res, err
 		}
 	}
 
-	writeCtx, stopWriter := context.WithCancel(ctx)
-	var writerDone sync.WaitGroup
-	writerDone.Go(func() { w.run(writeCtx) })
-	stopWriting := func() { stopWriter(); writerDone.Wait() }
+	stopWriting := startWriter(ctx, w)
 	defer stopWriting()
 
 	if !sc.NoGrant {
-		if err := sleep(ctx, o.Settle); err != nil {
+		if err := backoff.Sleep(ctx, o.Settle); err != nil {
 			return res, err
 		}
 		startFault()
 		lift = sc.Start(p, o.GVR.Resource)
 	}
-	if err := sleep(ctx, o.FaultFor); err != nil {
+	if err := backoff.Sleep(ctx, o.FaultFor); err != nil {
 		lift()
 		return res, err
 	}
-	c := p.Counts()
-	res.Requests, res.MaxPerSecond, res.ByVerb, res.PerSecond, res.Faulted = c.Requests, c.MaxPerSecond(), c.ByVerb, c.PerSecond, c.Faulted
-	res.HasReadiness, res.FaultReadiness = readiness(ctx, inf)
-	res.FaultStatus = status(inf)
+	recordFault(ctx, p, inf, &res)
 	stopWriting()
 	lift()
 	if sc.NoGrant {
@@ -254,36 +214,138 @@ func Run(ctx context.Context, cfg *rest.Config, namespace string, newInformer Ne
 		}
 	}
 
+	if err := converge(ctx, mc, o, namespace, inf, &res); err != nil {
+		return res, err
+	}
+	// Errors from here on come from stopping the informer, not the fault.
+	res.Surfaced, res.Errors = errs.stop()
+	_, res.FinalReadiness = readiness(ctx, inf)
+	res.FinalStatus = status(inf)
+	res.Writes, res.WriteErrors, _ = w.stats()
+	return res, nil
+}
+
+// seed creates o.Objects objects in namespace and returns the writer that
+// keeps changing them, and a metadata client to list them with.
+func seed(ctx context.Context, cfg *rest.Config, namespace string, o Options) (*writer, metadata.Interface, error) {
+	dc, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	mc, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	w := newWriter(dc, o.GVR, namespace, o.NewObject, o.Objects, o.WriteRate)
+	if err := w.seed(ctx); err != nil {
+		return nil, nil, fmt.Errorf("seed %s in %s: %w", o.GVR.Resource, namespace, err)
+	}
+	return w, mc, nil
+}
+
+// newCountedInformer builds the informer and counts, in the returned
+// surfacedErrors, what its watch-error handler hears. They become the
+// result's once counting has stopped: the informer outlives an early return.
+func newCountedInformer(newInformer NewInformer, cfg *rest.Config, namespace string) (cache.SharedIndexInformer, *surfacedErrors, error) {
+	inf, err := newInformer(cfg, namespace)
+	if err != nil {
+		return nil, nil, err
+	}
+	errs := &surfacedErrors{surfaced: map[failure.Reason]int{}}
+	if err := inf.SetWatchErrorHandlerWithContext(errs.handle); err != nil {
+		return nil, nil, err
+	}
+	return inf, errs, nil
+}
+
+// startWriter runs w until the returned stop is called, which waits for it;
+// calling stop again does nothing more.
+func startWriter(ctx context.Context, w *writer) (stop func()) {
+	writeCtx, cancel := context.WithCancel(ctx)
+	var done sync.WaitGroup
+	done.Go(func() { w.run(writeCtx) })
+	return func() { cancel(); done.Wait() }
+}
+
+// waitSynced waits up to within for inf to sync.
+func waitSynced(ctx context.Context, inf cache.SharedIndexInformer, within time.Duration) error {
+	syncCtx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	if !cache.WaitForCacheSync(syncCtx.Done(), inf.HasSynced) {
+		return fmt.Errorf("informer did not sync within %s", within)
+	}
+	return nil
+}
+
+// recordFault records, at the end of the fault, the requests the proxy saw
+// and the informer's readiness and status.
+func recordFault(ctx context.Context, p *faults.Proxy, inf cache.SharedIndexInformer, res *Result) {
+	c := p.Counts()
+	res.Requests, res.MaxPerSecond, res.ByVerb, res.PerSecond, res.Faulted = c.Requests, c.MaxPerSecond(), c.ByVerb, c.PerSecond, c.Faulted
+	res.HasReadiness, res.FaultReadiness = readiness(ctx, inf)
+	res.FaultStatus = status(inf)
+}
+
+// converge compares the informer's store with the server's list every 100 ms
+// until they agree (res.Converged, res.ConvergeSeconds) or
+// o.ConvergeWithin has passed (res.Diff says what still differs).
+func converge(ctx context.Context, mc metadata.Interface, o Options, namespace string, inf cache.SharedIndexInformer, res *Result) error {
 	start := time.Now()
 	deadline := start.Add(o.ConvergeWithin)
 	for {
 		server, err := serverVersions(ctx, mc, o.GVR, namespace)
 		if err != nil {
-			return res, fmt.Errorf("list %s: %w", o.GVR.Resource, err)
+			return fmt.Errorf("list %s: %w", o.GVR.Resource, err)
 		}
 		store := storeVersions(inf.GetStore())
 		if m, e, s := diff(store, server); m+e+s == 0 {
 			res.Converged = true
 			res.ConvergeSeconds = time.Since(start).Seconds()
-			break
+			return nil
 		}
 		if time.Now().After(deadline) {
 			res.Diff = describeDiff(store, server)
-			break
+			return nil
 		}
-		if err := sleep(ctx, 100*time.Millisecond); err != nil {
-			return res, err
+		if err := backoff.Sleep(ctx, 100*time.Millisecond); err != nil {
+			return err
 		}
 	}
-	// Errors from here on come from stopping the informer, not the fault.
-	mu.Lock()
-	counting = false
-	res.Surfaced, res.Errors = surfaced, errs
-	mu.Unlock()
-	_, res.FinalReadiness = readiness(ctx, inf)
-	res.FinalStatus = status(inf)
-	res.Writes, res.WriteErrors, _ = w.stats()
-	return res, nil
+}
+
+// surfacedErrors counts the errors the informer's watch-error handler hears
+// between start and stop: those surfaced by the fault.
+type surfacedErrors struct {
+	mu         sync.Mutex
+	counting   bool
+	faultStart time.Time
+	surfaced   map[failure.Reason]int
+	errs       []Surfaced
+}
+
+func (s *surfacedErrors) handle(_ context.Context, _ *cache.Reflector, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.counting {
+		s.surfaced[failure.Classify(err).Cause]++
+		if len(s.errs) < maxErrors {
+			s.errs = append(s.errs, Surfaced{At: time.Since(s.faultStart), Err: err})
+		}
+	}
+}
+
+func (s *surfacedErrors) start() {
+	s.mu.Lock()
+	s.counting, s.faultStart = true, time.Now()
+	s.mu.Unlock()
+}
+
+// stop ends counting and returns the counts by cause and the first errors.
+func (s *surfacedErrors) stop() (map[failure.Reason]int, []Surfaced) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.counting = false
+	return s.surfaced, s.errs
 }
 
 // readiness runs the informer's readiness check, when it has one.
@@ -309,15 +371,4 @@ func status(inf cache.SharedIndexInformer) *leanstore.Status {
 	}
 	st := li.Status()
 	return &st
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -108,6 +108,14 @@ type Progress struct {
 	Elapsed time.Duration
 }
 
+// WithDefaults returns s with every zero setting that has a default (Name,
+// PodEnv, PodShape, the byte sizes, Concurrency) set to it, as Seed applies
+// them: the one place the defaults live, for flags that show them.
+func (s Spec) WithDefaults() Spec {
+	s.defaults()
+	return s
+}
+
 func (s *Spec) defaults() {
 	if s.Name == "" {
 		s.Name = "standard"

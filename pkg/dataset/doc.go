@@ -1,6 +1,8 @@
 // Package dataset generates realistic Kubernetes objects and seeds them into a
 // cluster, for cachetune's tests and benchmarks.
 //
+// The guide that uses it: docs/memory.md, whose datasets it seeds.
+//
 // Pods look like those of a Deployment in production: an init container and three
 // containers with env, probes, resources and volume mounts, labels, owner references
 // and kubectl's last-applied annotation. Each object is created with server-side

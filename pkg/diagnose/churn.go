@@ -58,7 +58,7 @@ type Finding struct {
 
 // ChurnDetector watches an informer's update stream and flags reconcile loops
 // and ping-pong between field managers. Feed it with Handler (register it on
-// the informer) or with Observe; read Findings, or export them with Collector.
+// the informer) or with Observe; read Findings, or export them with WithMetrics.
 // It is safe for concurrent use.
 //
 // It needs managedFields to name managers and to see ping-pong: put it on an
@@ -113,16 +113,26 @@ type tracked struct {
 }
 
 // NewChurnDetector returns a detector configured by opts (WithWindow,
-// WithLoopThreshold, WithPingPongTurns, WithMaxObjects, ...).
-func NewChurnDetector(opts ...Option) *ChurnDetector {
-	return &ChurnDetector{
-		o:        build(opts),
+// WithLoopThreshold, WithPingPongTurns, WithMaxObjects, ...), or an error
+// naming the first option out of range or a failed WithMetrics
+// registration.
+func NewChurnDetector(opts ...ChurnOption) (*ChurnDetector, error) {
+	o, err := buildChurn(opts)
+	if err != nil {
+		return nil, err
+	}
+	d := &ChurnDetector{
+		o:        o,
 		objects:  map[ObjectRef]*tracked{},
 		lru:      list.New(),
 		findings: map[findingKey]*Finding{},
 		names:    []string{""},
 		ids:      map[string]uint16{},
 	}
+	if err := o.register(churnCollector{d}); err != nil {
+		return nil, err
+	}
+	return d, nil
 }
 
 // Handler returns an event handler to register on the informer: updates go to

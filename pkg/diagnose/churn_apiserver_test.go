@@ -57,7 +57,10 @@ func TestLoopFlagged(t *testing.T) {
 	defer cancel()
 	ns := srv.NewNamespace(t)
 
-	d := diagnose.NewChurnDetector(diagnose.WithResource("widgets"), diagnose.WithWindow(10*time.Second), diagnose.WithLoopThreshold(10))
+	d, err := diagnose.NewChurnDetector(diagnose.WithResource("widgets"), diagnose.WithWindow(10*time.Second), diagnose.WithLoopThreshold(10))
+	if err != nil {
+		t.Fatal(err)
+	}
 	inf, stopInformer := widgetInformer(ctx, t, ns, func(inf cache.SharedIndexInformer) {
 		if _, err := inf.AddEventHandler(d.Handler()); err != nil {
 			t.Fatal(err)
@@ -118,8 +121,11 @@ func TestPingPongFlagged(t *testing.T) {
 			defer cancel()
 			ns := srv.NewNamespace(t)
 
-			d := diagnose.NewChurnDetector(diagnose.WithResource("widgets"), diagnose.WithWindow(10*time.Second),
+			d, err := diagnose.NewChurnDetector(diagnose.WithResource("widgets"), diagnose.WithWindow(10*time.Second),
 				diagnose.WithLoopThreshold(10), diagnose.WithPingPongTurns(6))
+			if err != nil {
+				t.Fatal(err)
+			}
 			inf, stopInformer := widgetInformer(ctx, t, ns, func(inf cache.SharedIndexInformer) {
 				if _, err := inf.AddEventHandler(d.Handler()); err != nil {
 					t.Fatal(err)

@@ -40,9 +40,13 @@ func (o *object) next(mutate func(*corev1.Pod)) (*corev1.Pod, *corev1.Pod) {
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func newTestDetector(opts ...Option) (*ChurnDetector, *testingclock.FakeClock) {
+func newTestDetector(opts ...ChurnOption) (*ChurnDetector, *testingclock.FakeClock) {
 	clk := testingclock.NewFakeClock(t0)
-	return NewChurnDetector(append([]Option{WithClock(clk), WithResource("pods")}, opts...)...), clk
+	d, err := NewChurnDetector(append([]ChurnOption{WithClock(clk), WithResource("pods")}, opts...)...)
+	if err != nil {
+		panic(err) // the tests' options are valid
+	}
+	return d, clk
 }
 
 var ignoreTimes = cmpopts.IgnoreFields(Finding{}, "FirstSeen", "LastSeen", "StreakSince", "Classes")
@@ -53,7 +57,7 @@ func statusWrite(now time.Time) func(*corev1.Pod) {
 		p.Status.Message = now.Format(time.RFC3339Nano)
 		p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "looper", Operation: metav1.ManagedFieldsOperationUpdate,
 			Subresource: "status", Time: &metav1.Time{Time: now.Truncate(time.Second)},
-			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:message":{}}}`)}}}
+			FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:message":{}}}`)}}
 	}
 }
 
@@ -127,7 +131,7 @@ func annotate(m, other, value string, now time.Time) func(*corev1.Pod) {
 			}
 		}
 		p.ManagedFields = append(kept, metav1.ManagedFieldsEntry{Manager: m, Operation: metav1.ManagedFieldsOperationUpdate,
-			Time: &metav1.Time{Time: now.Truncate(time.Second)}, FieldsV1: &metav1.FieldsV1{Raw: []byte(ownsX)}})
+			Time: &metav1.Time{Time: now.Truncate(time.Second)}, FieldsV1: metav1.NewFieldsV1(ownsX)})
 	}
 }
 

@@ -1,7 +1,8 @@
 // Package diagnose finds, from an informer's events and store, the causes of
-// the seed's troubleshooting symptoms that show in the objects themselves:
-// reconcile loops, two controllers fighting over a field, and objects stuck
-// Terminating.
+// controller trouble that show in the objects themselves: reconcile loops,
+// two controllers fighting over a field, and objects stuck Terminating.
+//
+// The guide that uses it: docs/troubleshooting.md.
 //
 // # Churn: loops and ping-pong
 //
@@ -11,9 +12,12 @@
 // keeps each object's recent updates in a sliding window, and reads
 // managedFields to learn which managers wrote and who took fields from whom:
 //
-//	d := diagnose.NewChurnDetector(diagnose.WithResource("widgets"))
+//	d, err := diagnose.NewChurnDetector(diagnose.WithResource("widgets"),
+//		diagnose.WithMetrics(prometheus.DefaultRegisterer))
+//	if err != nil {
+//		return err
+//	}
 //	informer.AddEventHandler(d.Handler())
-//	prometheus.MustRegister(d.Collector())
 //	...
 //	for _, f := range d.Findings() {
 //		log.Printf("%s on %s: %d updates in %s by %v", f.Kind, f.Object, f.Updates, f.Window, f.Managers)
@@ -42,9 +46,26 @@
 // WithThreshold, with the finalizers they wait for, from an informer's store
 // (ScanStore, or Run periodically) or from a one-shot metadata-only List:
 //
-//	s := diagnose.NewStuckDetector(diagnose.WithThreshold(10 * time.Minute))
+//	s, err := diagnose.NewStuckDetector(diagnose.WithThreshold(10 * time.Minute))
+//	if err != nil {
+//		return err
+//	}
 //	stuck, err := s.List(ctx, metadataClient, gvr, "")
 //	for _, st := range stuck {
 //		fmt.Printf("%s Terminating for %s, waiting for %v\n", st.Object, st.Age, st.Finalizers)
 //	}
+//
+// # Options and metrics
+//
+// Each detector takes its own options (ChurnOption, StuckOption); those that
+// apply to both are an Option. An option out of range is an error from the
+// constructor, never adjusted. WithMetrics registers the detector's series,
+// all labelled resource: the churn detector's
+// cachetune_churn_updates_total{class}, cachetune_churn_tracked_objects,
+// cachetune_churn_evicted_objects_total, cachetune_churn_findings{kind} and,
+// per finding (at most WithMaxFindings series),
+// cachetune_churn_finding_updates{kind,namespace,name,managers}; the stuck
+// detector's cachetune_stuck_terminating_objects and, for the oldest objects
+// up to WithMaxFindings,
+// cachetune_stuck_terminating_age_seconds{namespace,name,finalizers}.
 package diagnose

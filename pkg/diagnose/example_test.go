@@ -19,12 +19,15 @@ import (
 // second, on a fake clock.
 func ExampleChurnDetector() {
 	clk := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	d := diagnose.NewChurnDetector(
+	d, err := diagnose.NewChurnDetector(
 		diagnose.WithResource("pods"),
 		diagnose.WithWindow(time.Minute),
 		diagnose.WithLoopThreshold(20),
 		diagnose.WithClock(clk),
 	)
+	if err != nil {
+		panic(err)
+	}
 	prev := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "cart-0", ResourceVersion: "1", Generation: 1}}
 	for i := 2; i <= 40; i++ {
 		clk.Step(time.Second)
@@ -47,7 +50,10 @@ func ExampleChurnDetector() {
 // Objects stuck Terminating, from whatever an informer's store holds.
 func ExampleStuckDetector() {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	s := diagnose.NewStuckDetector(diagnose.WithThreshold(10*time.Minute), diagnose.WithClock(testingclock.NewFakeClock(now)))
+	s, err := diagnose.NewStuckDetector(diagnose.WithThreshold(10*time.Minute), diagnose.WithClock(testingclock.NewFakeClock(now)))
+	if err != nil {
+		panic(err)
+	}
 	deletedAt := metav1.NewTime(now.Add(-time.Hour))
 	objs := []any{
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "cart-config",

@@ -126,11 +126,12 @@ func difference(a, b *metav1.FieldsV1) *fieldpath.Set {
 }
 
 func parseFields(f *metav1.FieldsV1) *fieldpath.Set {
-	if f == nil || len(f.Raw) == 0 {
+	raw := f.GetRawBytes() // nil for a nil f
+	if len(raw) == 0 {
 		return nil
 	}
 	s := &fieldpath.Set{}
-	if err := s.FromJSON(bytes.NewReader(f.Raw)); err != nil {
+	if err := s.FromJSON(bytes.NewReader(raw)); err != nil {
 		return nil
 	}
 	return s

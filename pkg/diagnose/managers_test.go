@@ -12,7 +12,7 @@ func entry(manager string, sec int64, fields string) metav1.ManagedFieldsEntry {
 	e := metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate,
 		Time: &metav1.Time{Time: time.Unix(1700000000+sec, 0)}}
 	if fields != "" {
-		e.FieldsV1 = &metav1.FieldsV1{Raw: []byte(fields)}
+		e.FieldsV1 = metav1.NewFieldsV1(fields)
 	}
 	return e
 }

@@ -31,13 +31,12 @@ var (
 		[]string{"resource", "namespace", "name", "finalizers"}, nil)
 )
 
-// Collector exports the detector's counts and findings to Prometheus:
+// churnCollector exports a churn detector's counts and findings to
+// Prometheus (WithMetrics):
 // cachetune_churn_updates_total{resource,class},
 // cachetune_churn_tracked_objects, cachetune_churn_evicted_objects_total,
 // cachetune_churn_findings{kind} and, per finding (at most WithMaxFindings
 // series), cachetune_churn_finding_updates{kind,namespace,name,managers}.
-func (d *ChurnDetector) Collector() prometheus.Collector { return churnCollector{d} }
-
 type churnCollector struct{ d *ChurnDetector }
 
 func (c churnCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -69,13 +68,12 @@ func (c churnCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// Collector exports the latest scan to Prometheus:
+// stuckCollector exports a stuck detector's latest scan to Prometheus
+// (WithMetrics):
 // cachetune_stuck_terminating_objects{resource} and, for the oldest objects up
 // to WithMaxFindings, cachetune_stuck_terminating_age_seconds
 // {resource,namespace,name,finalizers}. Ages are those of the scan; run scans
 // periodically (Run) to keep them current.
-func (s *StuckDetector) Collector() prometheus.Collector { return stuckCollector{s} }
-
 type stuckCollector struct{ s *StuckDetector }
 
 func (c stuckCollector) Describe(ch chan<- *prometheus.Desc) {

@@ -41,7 +41,8 @@ func gather(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 }
 
 func TestChurnCollector(t *testing.T) {
-	d, clk := newTestDetector(WithWindow(4*time.Second), WithLoopThreshold(3))
+	reg := prometheus.NewPedanticRegistry()
+	d, clk := newTestDetector(WithWindow(4*time.Second), WithLoopThreshold(3), WithMetrics(reg))
 	o := newObject("looping")
 	for i := 0; i < 4; i++ {
 		clk.Step(time.Second)
@@ -49,8 +50,6 @@ func TestChurnCollector(t *testing.T) {
 	}
 	q := newObject("quiet")
 	d.Observe(q.next(func(p *corev1.Pod) { p.Labels = map[string]string{"a": "b"} }))
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(d.Collector())
 	want := map[string]float64{
 		"cachetune_churn_updates_total{spec,pods}":             0,
 		"cachetune_churn_updates_total{status,pods}":           4,
@@ -72,14 +71,16 @@ func TestChurnCollector(t *testing.T) {
 
 func TestStuckCollector(t *testing.T) {
 	clk := testingclock.NewFakeClock(t0)
-	s := NewStuckDetector(WithClock(clk), WithThreshold(time.Minute), WithResource("configmaps"), WithMaxFindings(1))
+	reg := prometheus.NewPedanticRegistry()
+	s, err := NewStuckDetector(WithClock(clk), WithThreshold(time.Minute), WithResource("configmaps"), WithMaxFindings(1), WithMetrics(reg))
+	if err != nil {
+		t.Fatal(err)
+	}
 	at := func(ago time.Duration) *metav1.Time { ts := metav1.NewTime(t0.Add(-ago)); return &ts }
 	s.Scan([]any{
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "x", DeletionTimestamp: at(90 * time.Second), Finalizers: []string{"f1", "f2"}}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "y", DeletionTimestamp: at(70 * time.Second), Finalizers: []string{"f1"}}},
 	})
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(s.Collector())
 	want := map[string]float64{
 		"cachetune_stuck_terminating_objects{configmaps}": 2,
 		// finalizers, name, namespace, resource; only the oldest under a cap of 1

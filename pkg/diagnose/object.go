@@ -1,12 +1,10 @@
 package diagnose
 
 import (
-	"reflect"
-
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/cache"
+
+	"github.com/cachetune/cachetune/internal/objmeta"
 )
 
 // ObjectRef names the object a finding is about.
@@ -30,33 +28,9 @@ func refOf(m metav1.Object) ObjectRef {
 }
 
 // unwrap returns the object inside a delete tombstone, or obj itself.
-func unwrap(obj any) any {
-	switch t := obj.(type) {
-	case cache.DeletedFinalStateUnknown:
-		return t.Obj
-	case *cache.DeletedFinalStateUnknown:
-		if t == nil {
-			return nil
-		}
-		return t.Obj
-	}
-	return obj
-}
+func unwrap(obj any) any { return objmeta.Unwrap(obj) }
 
 // objectOf returns the metadata of anything an informer delivers (typed,
 // unstructured, PartialObjectMetadata, or a tombstone wrapping one), or false
 // when there is no object to read.
-func objectOf(obj any) (metav1.Object, bool) {
-	obj = unwrap(obj)
-	if obj == nil {
-		return nil, false
-	}
-	if v := reflect.ValueOf(obj); v.Kind() == reflect.Pointer && v.IsNil() {
-		return nil, false
-	}
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return nil, false
-	}
-	return m, true
-}
+func objectOf(obj any) (metav1.Object, bool) { return objmeta.Of(obj) }

@@ -1,14 +1,41 @@
 package diagnose
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/utils/clock"
 )
 
-// Option configures a ChurnDetector or a StuckDetector. Each option says which
-// detector it applies to; the other ignores it.
-type Option func(*options)
+// ChurnOption configures NewChurnDetector.
+type ChurnOption interface{ applyChurn(*options) }
+
+// StuckOption configures NewStuckDetector.
+type StuckOption interface{ applyStuck(*options) }
+
+// Option configures either detector: WithResource, WithClock,
+// WithMaxFindings and WithMetrics. An option that applies to one detector
+// only is a ChurnOption or a StuckOption, so that giving it to the other does
+// not compile.
+type Option interface {
+	ChurnOption
+	StuckOption
+}
+
+type churnOption func(*options)
+
+func (f churnOption) applyChurn(o *options) { f(o) }
+
+type stuckOption func(*options)
+
+func (f stuckOption) applyStuck(o *options) { f(o) }
+
+type bothOption func(*options)
+
+func (f bothOption) applyChurn(o *options) { f(o) }
+func (f bothOption) applyStuck(o *options) { f(o) }
 
 type options struct {
 	resource string
@@ -28,6 +55,8 @@ type options struct {
 
 	// stuck
 	threshold time.Duration
+
+	registerer prometheus.Registerer
 }
 
 // defaults are every default of the package, in one place.
@@ -44,85 +73,143 @@ func defaults() options {
 	}
 }
 
-func build(opts []Option) options {
+func buildChurn(opts []ChurnOption) (options, error) {
 	o := defaults()
 	for _, opt := range opts {
-		opt(&o)
-	}
-	if o.loopUpdates < 2 {
-		o.loopUpdates = 2
-	}
-	if o.pingPongTurns < 2 {
-		o.pingPongTurns = 2
+		opt.applyChurn(&o)
 	}
 	// History must hold a whole loop or ping-pong run; half as much again
 	// leaves room for the spec changes and answers a loop count skips.
-	min := max(o.loopUpdates, o.pingPongTurns)
+	least := max(o.loopUpdates, o.pingPongTurns)
 	if !o.historyWasSet {
-		o.history = min + min/2
-	}
-	if o.history < min {
-		o.history = min
+		o.history = least + least/2
 	}
 	if !o.forgetAfterSet {
 		o.forgetAfter = o.window
 	}
-	if o.maxObjects < 1 {
-		o.maxObjects = 1
+	var err error
+	switch {
+	case o.window <= 0:
+		err = fmt.Errorf("WithWindow: must be positive, got %s", o.window)
+	case o.loopUpdates < 2:
+		err = fmt.Errorf("WithLoopThreshold: must be at least 2, got %d", o.loopUpdates)
+	case o.pingPongTurns < 2:
+		err = fmt.Errorf("WithPingPongTurns: must be at least 2, got %d", o.pingPongTurns)
+	case o.history < least:
+		err = fmt.Errorf("WithHistory: must hold a whole loop or ping-pong run, at least %d, got %d", least, o.history)
+	case o.forgetAfter <= 0:
+		err = fmt.Errorf("WithForgetAfter: must be positive, got %s", o.forgetAfter)
+	case o.maxObjects < 1:
+		err = fmt.Errorf("WithMaxObjects: must be at least 1, got %d", o.maxObjects)
+	case o.retention < 0:
+		err = fmt.Errorf("WithRetention: must not be negative, got %s", o.retention)
+	default:
+		err = o.validateShared()
 	}
-	if o.maxFindings < 1 {
-		o.maxFindings = 1
+	if err != nil {
+		return o, fmt.Errorf("diagnose: churn detector: %w", err)
 	}
-	return o
+	return o, nil
+}
+
+func buildStuck(opts []StuckOption) (options, error) {
+	o := defaults()
+	for _, opt := range opts {
+		opt.applyStuck(&o)
+	}
+	err := o.validateShared()
+	if err == nil && o.threshold < 0 {
+		err = fmt.Errorf("WithThreshold: must not be negative, got %s", o.threshold)
+	}
+	if err != nil {
+		return o, fmt.Errorf("diagnose: stuck detector: %w", err)
+	}
+	return o, nil
+}
+
+func (o *options) validateShared() error {
+	switch {
+	case o.clock == nil:
+		return errors.New("WithClock: clock is nil")
+	case o.maxFindings < 1:
+		return fmt.Errorf("WithMaxFindings: must be at least 1, got %d", o.maxFindings)
+	}
+	return nil
+}
+
+// register registers c with the registerer of WithMetrics, if any.
+func (o *options) register(c prometheus.Collector) error {
+	if o.registerer == nil {
+		return nil
+	}
+	if err := o.registerer.Register(c); err != nil {
+		return fmt.Errorf("diagnose: WithMetrics for resource %q: %w", o.resource, err)
+	}
+	return nil
 }
 
 // WithResource names the resource the detector watches (for example
 // "widgets.bench.cachetune.dev"); it labels findings and metrics. Both detectors.
-func WithResource(name string) Option { return func(o *options) { o.resource = name } }
+func WithResource(name string) Option { return bothOption(func(o *options) { o.resource = name }) }
 
 // WithClock replaces the wall clock, for tests. Both detectors.
-func WithClock(c clock.PassiveClock) Option { return func(o *options) { o.clock = c } }
+func WithClock(c clock.PassiveClock) Option { return bothOption(func(o *options) { o.clock = c }) }
 
 // WithWindow sets the sliding window in which updates are counted (default 2
 // minutes). Churn detector.
-func WithWindow(d time.Duration) Option { return func(o *options) { o.window = d } }
+func WithWindow(d time.Duration) ChurnOption { return churnOption(func(o *options) { o.window = d }) }
 
 // WithLoopThreshold flags a reconcile loop when an object gets at least n
 // updates within the window that are neither a spec change nor the first write
 // after one, spread over at least half the window, most of them with content
 // not seen before in the window (default 20). Churn detector.
-func WithLoopThreshold(n int) Option { return func(o *options) { o.loopUpdates = n } }
+func WithLoopThreshold(n int) ChurnOption { return churnOption(func(o *options) { o.loopUpdates = n }) }
 
 // WithPingPongTurns flags ping-pong when, within the window, ownership of
 // fields moved back and forth between the same two managers at least n times
 // in a row (default 4: A, B, A, B). Churn detector.
-func WithPingPongTurns(n int) Option { return func(o *options) { o.pingPongTurns = n } }
+func WithPingPongTurns(n int) ChurnOption {
+	return churnOption(func(o *options) { o.pingPongTurns = n })
+}
 
 // WithMaxObjects caps the objects tracked at once (default 5000); the least
 // recently updated object is dropped first. Churn detector.
-func WithMaxObjects(n int) Option { return func(o *options) { o.maxObjects = n } }
+func WithMaxObjects(n int) ChurnOption { return churnOption(func(o *options) { o.maxObjects = n }) }
 
 // WithHistory sets how many recent updates are kept per object (default 1.5
-// times the larger of the loop threshold and ping-pong turns, so 30; never less
-// than that larger value). Each costs 24 bytes. Churn detector.
-func WithHistory(n int) Option {
-	return func(o *options) { o.history, o.historyWasSet = n, true }
+// times the larger of the loop threshold and ping-pong turns, so 30). Less than
+// that larger value is an error: the history must hold a whole run. Each
+// costs 24 bytes. Churn detector.
+func WithHistory(n int) ChurnOption {
+	return churnOption(func(o *options) { o.history, o.historyWasSet = n, true })
 }
 
 // WithForgetAfter drops an object's history once it has had no update for d
 // (default: the window). Churn detector.
-func WithForgetAfter(d time.Duration) Option {
-	return func(o *options) { o.forgetAfter, o.forgetAfterSet = d, true }
+func WithForgetAfter(d time.Duration) ChurnOption {
+	return churnOption(func(o *options) { o.forgetAfter, o.forgetAfterSet = d, true })
 }
 
 // WithMaxFindings caps the findings kept (default 100; the least recently seen
 // goes first), and the per-object series the detectors export. Both detectors.
-func WithMaxFindings(n int) Option { return func(o *options) { o.maxFindings = n } }
+func WithMaxFindings(n int) Option { return bothOption(func(o *options) { o.maxFindings = n }) }
 
 // WithRetention keeps a finding for d after it was last confirmed (default 15
 // minutes), so that a loop that stopped still shows for a while. Churn detector.
-func WithRetention(d time.Duration) Option { return func(o *options) { o.retention = d } }
+func WithRetention(d time.Duration) ChurnOption {
+	return churnOption(func(o *options) { o.retention = d })
+}
 
 // WithThreshold reports an object as stuck Terminating once its
 // deletionTimestamp is older than d (default 10 minutes). Stuck detector.
-func WithThreshold(d time.Duration) Option { return func(o *options) { o.threshold = d } }
+func WithThreshold(d time.Duration) StuckOption {
+	return stuckOption(func(o *options) { o.threshold = d })
+}
+
+// WithMetrics registers the detector's Prometheus collector with r when it
+// is built (an error from the constructor when that fails); see the
+// package documentation for the series. Without it, nothing is registered.
+// Both detectors.
+func WithMetrics(r prometheus.Registerer) Option {
+	return bothOption(func(o *options) { o.registerer = r })
+}

@@ -32,7 +32,7 @@ type Stuck struct {
 
 // StuckDetector finds objects stuck Terminating: in an informer's store (Scan,
 // ScanStore, or periodically with Run) or with a one-shot metadata-only list
-// (List). It keeps the result of the latest scan for Last and Collector. It is
+// (List). It keeps the result of the latest scan for Last and WithMetrics. It is
 // safe for concurrent use.
 type StuckDetector struct {
 	o options
@@ -42,9 +42,18 @@ type StuckDetector struct {
 }
 
 // NewStuckDetector returns a detector configured by opts (WithThreshold,
-// WithResource, WithMaxFindings, WithClock).
-func NewStuckDetector(opts ...Option) *StuckDetector {
-	return &StuckDetector{o: build(opts)}
+// WithResource, WithMaxFindings, WithClock, WithMetrics), or an error naming
+// the first option out of range or a failed WithMetrics registration.
+func NewStuckDetector(opts ...StuckOption) (*StuckDetector, error) {
+	o, err := buildStuck(opts)
+	if err != nil {
+		return nil, err
+	}
+	s := &StuckDetector{o: o}
+	if err := o.register(stuckCollector{s}); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // Scan returns the objects among objs (typed, unstructured,

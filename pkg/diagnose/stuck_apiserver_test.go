@@ -58,7 +58,10 @@ func TestStuckTerminating(t *testing.T) {
 	}
 
 	const threshold = 3 * time.Second
-	s := diagnose.NewStuckDetector(diagnose.WithThreshold(threshold), diagnose.WithResource("configmaps"))
+	s, err := diagnose.NewStuckDetector(diagnose.WithThreshold(threshold), diagnose.WithResource("configmaps"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, name := range []string{"held", "gone"} {
 		if err := cs.CoreV1().ConfigMaps(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
@@ -99,7 +102,11 @@ func TestStuckTerminating(t *testing.T) {
 
 	// One shot, as cachebench doctor does it: a metadata-only list of all
 	// namespaces, labelled with the listed resource.
-	listed, err := diagnose.NewStuckDetector(diagnose.WithThreshold(threshold)).List(ctx,
+	lister, err := diagnose.NewStuckDetector(diagnose.WithThreshold(threshold))
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed, err := lister.List(ctx,
 		metadata.NewForConfigOrDie(srv.Config), corev1.SchemeGroupVersion.WithResource("configmaps"), "")
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,10 @@ import (
 
 func TestScan(t *testing.T) {
 	clk := testingclock.NewFakeClock(t0)
-	s := NewStuckDetector(WithClock(clk), WithThreshold(time.Minute), WithResource("configmaps"))
+	s, err := NewStuckDetector(WithClock(clk), WithThreshold(time.Minute), WithResource("configmaps"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	deleted := func(ago time.Duration) *metav1.Time { ts := metav1.NewTime(t0.Add(-ago)); return &ts }
 
 	old := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "old", UID: "u1",

@@ -2,6 +2,8 @@
 // the path from the network to a reconciler, where it arose, what it is, and
 // whether trying again can help.
 //
+// The guide that uses it: docs/errors-and-backoff.md.
+//
 //	switch c := failure.Classify(err); {
 //	case c.Permanent: // 400, 403, 404, 422, SSA field conflicts: record it, wait for a change
 //	case c.Transient: // network, time-outs, 429, 5xx, resourceVersion conflicts: requeue with backoff

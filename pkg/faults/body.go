@@ -211,7 +211,7 @@ func (s *streamBody) nextJSON() ([]byte, error) {
 			depth--
 			if depth <= 0 {
 				if next, err := s.br.Peek(1); err == nil && next[0] == '\n' {
-					s.br.ReadByte()
+					_, _ = s.br.ReadByte() // cannot fail: Peek just saw the byte
 					s.frame = append(s.frame, '\n')
 				}
 				return s.frame, nil

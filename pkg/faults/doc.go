@@ -5,6 +5,8 @@
 // Tests use it to prove that informers recover and retries stay bounded;
 // cachebench uses it to force re-lists.
 //
+// The guide that uses it: docs/errors-and-backoff.md.
+//
 //	p, err := faults.Start(srv.Config) // any *rest.Config with a bearer token
 //	if err != nil { ... }
 //	defer p.Close()

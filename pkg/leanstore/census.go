@@ -27,9 +27,14 @@ type Census struct {
 // millisecond whatever the store's size, cheap enough to run at every scrape.
 const censusSample = 64
 
-// storeOverhead is what client-go's store adds per object beyond the object: the
-// key string, the items-map slot and the namespace-index entry.
+// storeOverhead is what client-go's store adds per object beyond the object
+// and the bytes of its key: the key string, the items-map slot and the
+// namespace-index entry.
 const storeOverhead = 96
+
+// storeEntry is the store's per-object cost beside the object: its key, of
+// keyBytes, and the entry that holds it.
+func storeEntry(keyBytes float64) float64 { return keyBytes + storeOverhead }
 
 // Census counts the informer's objects and estimates the heap they hold.
 func (i *Informer) Census() Census {
@@ -60,29 +65,22 @@ func censusOf(store cache.Store) Census {
 	if c.Sampled == 0 {
 		return c
 	}
-	c.BytesPerObject = s.perObject(len(keys)) + float64(keyBytes)/float64(c.Sampled) + storeOverhead
+	c.BytesPerObject = s.perObject(len(keys)) + storeEntry(float64(keyBytes)/float64(c.Sampled))
 	c.EstimatedBytes = int64(c.BytesPerObject * float64(c.Objects))
 	return c
 }
 
-// EstimateBytesPerObject estimates the heap a cache of n objects like sample
-// would take per object, the way Census does: memory the sampled objects share
-// (interned strings, shared parts) counts once, the rest per object.
-func EstimateBytesPerObject(sample []interface{}, n int) float64 {
+// EstimateBytesPerObject estimates the heap a cache of n objects like sample,
+// with store keys of meanKeyBytes on average, would take per object, the way
+// Census does: memory the sampled objects share (interned strings, shared
+// parts) counts once, the rest per object, and the store's key and entry are
+// added.
+func EstimateBytesPerObject(sample []interface{}, n int, meanKeyBytes float64) float64 {
 	s := newSizer()
 	for _, obj := range sample {
 		s.object(obj)
 	}
-	return s.perObject(n)
-}
-
-// EstimateSize returns the heap bytes obj references, counted as Census counts
-// them. Memory obj shares with other objects (interned strings, shared parts) is
-// counted whole.
-func EstimateSize(obj interface{}) int64 {
-	s := newSizer()
-	s.object(obj)
-	return int64(s.perObject(1))
+	return s.perObject(n) + storeEntry(meanKeyBytes)
 }
 
 // sizer sums the allocations reachable from a sample of objects. It records, for

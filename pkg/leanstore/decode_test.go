@@ -30,7 +30,7 @@ func testPod(name, rv string) *corev1.Pod {
 			Labels:      map[string]string{"app": "shop"},
 			Annotations: map[string]string{LastAppliedAnnotation: `{"big":"json"}`, "keep": "me", "tool.example.com/x": "y"},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "a", Operation: metav1.ManagedFieldsOperationApply,
-				FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{}}`)}}},
+				FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{}}`)}},
 		},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "img:1"}}},
 	}

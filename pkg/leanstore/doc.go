@@ -2,6 +2,8 @@
 // factories whose caches are lean: smaller per object, with no start-up or
 // re-list spike, and with every list and watch failure reported.
 //
+// The guide that uses it: docs/memory.md.
+//
 // A controller swaps one constructor and keeps every lister, informer and handler:
 //
 //	// factory := informers.NewSharedInformerFactory(clientset, 0)
@@ -41,8 +43,9 @@
 //     ADDED and MODIFIED for objects that differ from the store, DELETED (with the
 //     last known object, not a tombstone) for those the list no longer has, and a
 //     bookmark at the list's resourceVersion. client-go's store is not replaced
-//     wholesale, which would build a second items map, index and key set (about
-//     0.6 KB per object) and send every handler an update per object. Other
+//     wholesale, which would build a second items map, index and key set (its
+//     cost per object is measured in docs/memory.md, "Two stores during a
+//     re-list") and send every handler an update per object. Other
 //     failures that need a list (a stalled watch twice in a row, an expired
 //     resourceVersion when a watch starts) go through client-go's re-list.
 //   - A heap bound during lists (WithHeapBound, default 1.25): the list collects

@@ -41,8 +41,8 @@ func newCore[K comparable](resync time.Duration, opts []Option) *core[K] {
 		c.opts.name = "leanstore"
 	}
 	m, err := newMetrics(c.opts.name, c.opts.registerer, c.all)
-	if err != nil {
-		c.opts.logger.Error(err, "leanstore: metrics not registered", "factory", c.opts.name)
+	if err != nil && c.opts.err == nil {
+		c.opts.err = fmt.Errorf("leanstore: WithMetrics: factory %q: %w", c.opts.name, err)
 	}
 	c.metrics = m
 	return c
@@ -130,9 +130,6 @@ func (c *core[K]) waitForCacheSync(ctx context.Context) map[K]bool {
 	return res
 }
 
-// Informers returns the factory's informers in creation order.
-func (c *core[K]) Informers() []*Informer { return c.all() }
-
 // Status reports every informer's list path, last list and failures.
 func (c *core[K]) Status() []Status {
 	var out []Status
@@ -152,9 +149,13 @@ func (c *core[K]) Census() []Census {
 }
 
 // Check is a readiness check: it fails while a started informer has not synced,
-// or has failed WithDegradedAfter times in a row, and names those informers. Pass
+// or has failed WithDegradedAfter times in a row, and names those informers.
+// A factory given an invalid option fails it with the option's error. Pass
 // it to a health endpoint (profile.WithReadiness does).
 func (c *core[K]) Check(context.Context) error {
+	if c.opts.err != nil {
+		return c.opts.err
+	}
 	var problems []string
 	for _, inf := range c.startedInformers() {
 		st := inf.Status()

@@ -41,6 +41,9 @@ func NewRESTInformer(client rest.Interface, resource schema.GroupVersionResource
 		return nil, fmt.Errorf("rest informer for %s: example must be a pointer to an object, not %T", resource, example)
 	}
 	o := newOptions(resync, opts)
+	if o.err != nil {
+		return nil, fmt.Errorf("rest informer for %s: %w", resource, o.err)
+	}
 	if o.name == "" {
 		o.name = "leanstore"
 	}

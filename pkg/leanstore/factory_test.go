@@ -183,7 +183,7 @@ func TestTypedFactoryMatchesClientGo(t *testing.T) {
 	seedPods(t, ctx, ns, 12)
 	runCtx, stop := context.WithCancel(ctx)
 	plain := informers.NewSharedInformerFactoryWithOptions(srv.Clientset(), 0, informers.WithNamespace(ns),
-		informers.WithTransform(leanstore.StripManagedFieldsAndLastApplied))
+		informers.WithTransform(leanstore.Transform(leanstore.WithStripLastApplied())))
 	defer plain.Shutdown()
 	lean := leanstore.NewSharedInformerFactory(srv.Clientset(), 0, leanstore.WithNamespace(ns), leanstore.WithStripLastApplied(), leanstore.WithInterning(true))
 	defer lean.Shutdown()

@@ -36,10 +36,6 @@ const MutationGuardEnv = "CACHETUNE_MUTATION_DETECTOR"
 // transforms) checks the shared values.
 var guardInterval = 5 * time.Second
 
-// guard marks a table whose shared values are watched. Each canonical value of
-// such a table carries a guardRecord.
-type guard struct{}
-
 // guardRecord is what the guard knows of one shared value. Its fields are
 // written with the table's lock held.
 type guardRecord struct {
@@ -142,7 +138,7 @@ func joinMutations(errs []*MutationError) error {
 // What it finds for the first time is also logged and counted, as the
 // periodic check does.
 func (i *Informer) CheckMutations() error {
-	if i.table == nil || i.table.guard == nil {
+	if i.table == nil || !i.table.guarded {
 		return nil
 	}
 	all, fresh := i.table.mutations()
@@ -157,7 +153,7 @@ func (i *Informer) CheckMutations() error {
 // the informer has a guard, and returns a function that waits for the check's
 // goroutine to end.
 func (i *Informer) runGuard(ctx context.Context) (wait func()) {
-	if i.table == nil || i.table.guard == nil {
+	if i.table == nil || !i.table.guarded {
 		return func() {}
 	}
 	done := make(chan struct{})

@@ -24,7 +24,7 @@ import (
 // informer's transform would.
 func guardedPods(t *testing.T, n int) (*shareTable, []*corev1.Pod) {
 	t.Helper()
-	table := newShareTable(&guard{})
+	table := newShareTable(true)
 	spec := dataset.Spec{Name: "guard", Namespace: "ns"}
 	pods := make([]*corev1.Pod, n)
 	for i := range pods {
@@ -109,7 +109,7 @@ func TestGuardIgnoresReadsThatCache(t *testing.T) {
 }
 
 func TestGuardUnstructured(t *testing.T) {
-	table := newShareTable(&guard{})
+	table := newShareTable(true)
 	var objs []*unstructured.Unstructured
 	for i := range 40 {
 		p := dataset.NewPod(dataset.Spec{Name: "u", Namespace: "ns"}, i, shareNow)
@@ -172,7 +172,7 @@ func TestGuardRunsWithTheInformer(t *testing.T) {
 // its handle is dropped, so strings of objects decoded in different GC cycles
 // stayed apart.
 func TestInternedStringsOutliveAGC(t *testing.T) {
-	table := newShareTable(nil)
+	table := newShareTable(false)
 	mk := func() *corev1.Pod {
 		p := &corev1.Pod{}
 		p.Labels = map[string]string{"app": strings.Clone("interned-across-gcs")}

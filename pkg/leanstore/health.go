@@ -38,7 +38,7 @@ func newHealth(t *tracker, b Backoff) *health {
 
 // failed reports a failure and waits out the backoff, or less when probe
 // says the server is healed (see waitOrHealed); false means ctx ended.
-func (h *health) failed(ctx context.Context, f Failure, err error, probe func(context.Context) error) bool {
+func (h *health) failed(ctx context.Context, f failedAttempt, err error, probe func(context.Context) error) bool {
 	d := h.backoff.delay()
 	h.report(ctx, f, err, d)
 	return h.waitOrHealed(ctx, f, d, probe)
@@ -58,7 +58,7 @@ const probeEvery = time.Second
 // that fails is a failed request like any other and is reported as f, with
 // the wait still left as its next delay: nothing the server refuses goes
 // unreported. A nil probe just waits. False means ctx ended.
-func (h *health) waitOrHealed(ctx context.Context, f Failure, d time.Duration, probe func(context.Context) error) bool {
+func (h *health) waitOrHealed(ctx context.Context, f failedAttempt, d time.Duration, probe func(context.Context) error) bool {
 	if probe == nil || d <= probeEvery {
 		return sleep(ctx, d)
 	}
@@ -84,7 +84,7 @@ func (h *health) waitOrHealed(ctx context.Context, f Failure, d time.Duration, p
 }
 
 // report reports a failure after which the informer retries after next.
-func (h *health) report(ctx context.Context, f Failure, err error, next time.Duration) {
+func (h *health) report(ctx context.Context, f failedAttempt, err error, next time.Duration) {
 	f.Err, f.NextDelay = err, next
 	h.tracker.fail(ctx, f)
 }
@@ -111,5 +111,5 @@ func (h *health) watchStalled(ctx context.Context, idle time.Duration, events in
 	if events == 0 {
 		h.stalls.Add(1)
 	}
-	h.report(ctx, Failure{Reason: failure.WatchStalled}, stalled(idle), 0)
+	h.report(ctx, failedAttempt{Reason: failure.WatchStalled}, stalled(idle), 0)
 }

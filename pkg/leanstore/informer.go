@@ -31,6 +31,9 @@ type Informer struct {
 	strip   *stripper
 	tracker *tracker
 	table   *shareTable // canonical values of this informer's objects; nil without interning or sharing
+	// invalid is the factory's first invalid option: such an informer never
+	// runs, so that it cannot sync with settings it was not given.
+	invalid error
 
 	mu      sync.Mutex
 	started bool
@@ -71,7 +74,7 @@ func newInformer(cfg informerConfig, o *options, state *factoryState, m *metrics
 		ObjectDescription: cfg.name,
 	})
 	tr.reflector = standInReflector(lw, cfg.example, cfg.name)
-	inf := &Informer{SharedIndexInformer: inner, name: cfg.name, resource: cfg.gr(), lw: lw, strip: lw.strip, tracker: tr, table: strip.table}
+	inf := &Informer{SharedIndexInformer: inner, name: cfg.name, resource: cfg.gr(), lw: lw, strip: lw.strip, tracker: tr, table: strip.table, invalid: o.err}
 	_ = inner.SetWatchErrorHandlerWithContext(inf.reflectorError)
 	return inf
 }
@@ -95,7 +98,7 @@ func wrapClientGo(inner cache.SharedIndexInformer, example runtime.Object, name 
 	tr.st.ListPath = ListPathClientGo
 	tr.st.ListPathReason = why
 	tr.reflector = standInReflector(&cache.ListWatch{}, example, name)
-	inf := &Informer{SharedIndexInformer: inner, name: name, resource: gr, strip: &strip, tracker: tr, table: strip.table}
+	inf := &Informer{SharedIndexInformer: inner, name: name, resource: gr, strip: &strip, tracker: tr, table: strip.table, invalid: o.err}
 	_ = inner.SetWatchErrorHandlerWithContext(inf.reflectorError)
 	return inf
 }
@@ -106,7 +109,7 @@ func (i *Informer) reflectorError(ctx context.Context, r *cache.Reflector, err e
 	if err == nil || isReported(err) || errors.Is(err, context.Canceled) {
 		return
 	}
-	i.tracker.failFrom(ctx, Failure{Reason: failure.WatchFailed, Err: err}, r)
+	i.tracker.failFrom(ctx, failedAttempt{Reason: failure.WatchFailed, Err: err}, r)
 }
 
 // Name is the informer's name in logs, metrics and profiles: factory/resource.
@@ -119,6 +122,9 @@ func (i *Informer) Resource() schema.GroupResource { return i.resource }
 func (i *Informer) Status() Status {
 	s := i.tracker.status()
 	s.Synced = i.HasSynced()
+	if i.invalid != nil {
+		s.LastError = i.invalid.Error()
+	}
 	return s
 }
 
@@ -129,10 +135,18 @@ func (i *Informer) Run(stopCh <-chan struct{}) {
 
 // RunWithContext runs the informer until ctx ends. Its goroutines carry the pprof
 // labels informer and resource, so CPU and goroutine profiles split per informer.
+// An informer of a factory given an invalid option logs the option's error and
+// waits for ctx without listing: it never syncs, and Status and the factory's
+// Check report the error (client-go's Run signature has no error to return).
 func (i *Informer) RunWithContext(ctx context.Context) {
 	i.mu.Lock()
 	i.started = true
 	i.mu.Unlock()
+	if i.invalid != nil {
+		i.tracker.logger.Error(i.invalid, "informer not started: invalid option", "informer", i.name)
+		<-ctx.Done()
+		return
+	}
 	pprof.Do(ctx, pprof.Labels("informer", i.name, "resource", i.resource.String()), func(ctx context.Context) {
 		guarded := i.runGuard(ctx)
 		i.SharedIndexInformer.RunWithContext(ctx)

@@ -47,7 +47,7 @@ func (lw *listWatch) listRV(reflectorRV string) string {
 // list lists every object from rv ("" for the latest), by a streaming list or a
 // paged LIST, retrying with backoff until it succeeds or ctx ends.
 func (lw *listWatch) list(ctx context.Context, rv string) (listResult, error) {
-	listFailure := Failure{Reason: failure.InitialListFailed, Relist: lw.health.synced.Load()}
+	listFailure := failedAttempt{Reason: failure.InitialListFailed, Relist: lw.health.synced.Load()}
 	streamFailure := listFailure
 	streamFailure.Streaming = true
 	pace := newPacer(lw.opts.heapBound).reportTo(lw.health.tracker)

@@ -51,7 +51,7 @@ func newMetrics(factory string, r prometheus.Registerer, informers func() []*Inf
 	return m, nil
 }
 
-func (m *metrics) failure(f Failure) {
+func (m *metrics) failure(f failedAttempt) {
 	if m == nil {
 		return
 	}

@@ -2,10 +2,12 @@ package leanstore
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"time"
 
+	"github.com/cachetune/cachetune/pkg/backoff"
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -62,20 +64,13 @@ const (
 
 // Backoff is the delay between failed list or watch attempts of one informer:
 // Initial, then multiplied by Factor up to Cap, each with up to Jitter×delay of
-// random extra, and back to Initial once ResetAfter has passed without a failure.
-// The defaults are client-go's reflector's: 800 ms, ×2, 30 s, jitter 1.0, 2 min.
-type Backoff struct {
-	Initial    time.Duration
-	Factor     float64
-	Cap        time.Duration
-	Jitter     float64
-	ResetAfter time.Duration
-}
+// random extra, and back to Initial after a success or once ResetAfter has
+// passed without a failure. It is backoff.Backoff, the library's one schedule.
+type Backoff = backoff.Backoff
 
-// DefaultBackoff returns client-go's reflector backoff.
-func DefaultBackoff() Backoff {
-	return Backoff{Initial: 800 * time.Millisecond, Factor: 2, Cap: 30 * time.Second, Jitter: 1.0, ResetAfter: 2 * time.Minute}
-}
+// DefaultBackoff returns client-go's reflector backoff (backoff.Default):
+// 800 ms, ×2, 30 s, jitter 1.0, reset after 2 min.
+func DefaultBackoff() Backoff { return backoff.Default() }
 
 type options struct {
 	namespace     string
@@ -95,6 +90,8 @@ type options struct {
 	degradedAfter int
 	name          string
 	heapBound     float64
+	// err is the first invalid option (validate), nil when all are valid.
+	err error
 }
 
 func defaultOptions() options {
@@ -111,13 +108,57 @@ func defaultOptions() options {
 	}
 }
 
+// newOptions applies opts over the defaults. An invalid option is recorded
+// in the err field, not dropped or clamped: the factory's constructors return
+// no error (client-go's signatures), so the informers report it: they do not
+// run, and Check and Status name the option (see Informer.RunWithContext).
 func newOptions(resync time.Duration, opts []Option) options {
 	o := defaultOptions()
 	o.resync = resync
 	for _, opt := range opts {
 		opt(&o)
 	}
+	o.err = o.validate()
 	return o
+}
+
+// validate returns the first option out of range, naming it. It is every
+// option's check in one place; options themselves store what they are given.
+func (o *options) validate() error {
+	if o.resync < 0 {
+		return fmt.Errorf("leanstore: resync period must not be negative, got %s", o.resync)
+	}
+	for t, d := range o.customResync {
+		if d < 0 {
+			return fmt.Errorf("leanstore: WithCustomResync for %s: period must not be negative, got %s", t, d)
+		}
+	}
+	switch o.streaming {
+	case StreamingAuto, StreamingOn, StreamingOff:
+	default:
+		return fmt.Errorf("leanstore: WithStreamingLists: unknown mode %s", o.streaming)
+	}
+	switch o.wire {
+	case WireDefault, WireProtobuf, WireJSON:
+	default:
+		return fmt.Errorf("leanstore: WithWireFormat: unknown format %q (want %q or %q)", o.wire, WireProtobuf, WireJSON)
+	}
+	if o.pageSize < 0 {
+		return fmt.Errorf("leanstore: WithPageSize: page size must not be negative, got %d", o.pageSize)
+	}
+	if err := o.backoff.Validate(); err != nil {
+		return fmt.Errorf("leanstore: WithBackoff: %w", err)
+	}
+	if o.idleTimeout < 0 {
+		return fmt.Errorf("leanstore: WithWatchIdleTimeout: must not be negative, got %s", o.idleTimeout)
+	}
+	if o.degradedAfter < 1 {
+		return fmt.Errorf("leanstore: WithDegradedAfter: must be at least 1, got %d", o.degradedAfter)
+	}
+	if math.IsNaN(o.heapBound) || math.IsInf(o.heapBound, 0) || (o.heapBound != 0 && o.heapBound < 1) {
+		return fmt.Errorf("leanstore: WithHeapBound: bound must be 0 (off) or at least 1, got %v", o.heapBound)
+	}
+	return nil
 }
 
 // WithNamespace limits the factory's informers to one namespace.
@@ -297,7 +338,8 @@ func WithWireFormat(f WireFormat) Option {
 	return func(o *options) { o.wire = f }
 }
 
-// WithPageSize sets the number of objects per page of a paged LIST (default 500).
+// WithPageSize sets the number of objects per page of a paged LIST (default
+// 500; 0 asks for every object in one response, as a Limit of 0 does).
 // A page is decoded, stripped and released before the next one is requested, so it
 // bounds the memory a LIST needs beyond the cache itself.
 func WithPageSize(n int64) Option {
@@ -322,7 +364,9 @@ func WithLogger(l logr.Logger) Option {
 }
 
 // WithMetrics registers the factory's Prometheus metrics (store census, list
-// paths, failures by class) with r.
+// paths, failures by class) with r. A registration that fails (another
+// factory of the same name on r) is an invalid option: Check reports it
+// and the informers do not run.
 func WithMetrics(r prometheus.Registerer) Option {
 	return func(o *options) { o.registerer = r }
 }

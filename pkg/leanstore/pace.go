@@ -113,8 +113,9 @@ func (p *pacer) tick() {
 }
 
 // finish is called when a list is complete, before the reflector replaces the
-// store's contents: client-go's replacement allocates about 0.6 KB per object
-// (a set of keys, a new items map and index, the events for handlers), and it
+// store's contents: client-go's replacement allocates per object (a set of
+// keys, a new items map and index, the events for handlers; docs/memory.md,
+// "Two stores during a re-list", measures it), and it
 // should start from a heap without the list's garbage rather than on top of it.
 // One collection per list is cheap next to the list itself, so finish collects
 // whatever garbage is left, however little. tick leaves it one collection of

@@ -296,9 +296,9 @@ func TestExportedTransformsKeepClientGoStreaming(t *testing.T) {
 	}
 	defer proxy.Close()
 	for name, tf := range map[string]cache.TransformFunc{
-		"StripManagedFields":               leanstore.StripManagedFields,
-		"StripManagedFieldsAndLastApplied": leanstore.StripManagedFieldsAndLastApplied,
-		"Transform(every option)":          everyStrip(),
+		"Transform()":                       leanstore.Transform(),
+		"Transform(WithStripLastApplied())": leanstore.Transform(leanstore.WithStripLastApplied()),
+		"Transform(every option)":           everyStrip(),
 	} {
 		t.Run(name, func(t *testing.T) {
 			proxy.ResetCounts()

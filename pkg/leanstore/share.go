@@ -80,7 +80,7 @@ func (t *shareTable) shareObject(obj interface{}, containers bool) {
 	if u, ok := obj.(*unstructured.Unstructured); ok {
 		s.topMap = reflect.ValueOf(u.Object).UnsafePointer()
 	}
-	if containers && t.guard != nil {
+	if containers && t.guarded {
 		s.track = true
 		s.key = objectKey(obj)
 	}

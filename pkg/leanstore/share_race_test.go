@@ -124,12 +124,13 @@ func TestSharingTwiceWhileReading(t *testing.T) {
 				return p
 			}
 			var want []interface{} // what the last list must hold: the objects stripped, unshared
+			stripManagedFields := leanstore.Transform(leanstore.WithInterning(false))
 			list := func(version int) []interface{} {
 				objs := make([]interface{}, 32)
 				want = make([]interface{}, len(objs))
 				for i := range objs {
 					objs[i] = mk(i, version)
-					want[i], _ = leanstore.StripManagedFields(objs[i].(runtime.Object).DeepCopyObject())
+					want[i], _ = stripManagedFields(objs[i].(runtime.Object).DeepCopyObject())
 				}
 				for pass := range 2 {
 					for i, o := range objs {

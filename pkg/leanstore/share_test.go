@@ -18,7 +18,7 @@ var shareNow = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 
 func TestSharingKeepsObjectsEqual(t *testing.T) {
 	spec := dataset.Spec{Name: "standard", Namespace: "ns"}
-	table := newShareTable(nil)
+	table := newShareTable(false)
 	var shared []*corev1.Pod
 	for i := range 40 {
 		p := dataset.NewPod(spec, i, shareNow)
@@ -69,7 +69,7 @@ func TestSharingUnstructured(t *testing.T) {
 	}
 	x, y := mk("x"), mk("y")
 	wantX, wantY := x.DeepCopy(), y.DeepCopy()
-	table := newShareTable(nil)
+	table := newShareTable(false)
 	table.shareObject(x, true)
 	table.shareObject(y, true)
 	if !equality.Semantic.DeepEqual(wantX, x) || !equality.Semantic.DeepEqual(wantY, y) {
@@ -82,7 +82,7 @@ func TestSharingUnstructured(t *testing.T) {
 
 func TestSharingIsSafeConcurrently(t *testing.T) {
 	spec := dataset.Spec{Name: "standard", Namespace: "ns"}
-	table := newShareTable(nil)
+	table := newShareTable(false)
 	var wg sync.WaitGroup
 	for g := range 4 {
 		wg.Go(func() {
@@ -105,7 +105,7 @@ func TestSharingIsSafeConcurrently(t *testing.T) {
 // forgets it.
 func TestSharedValuesAreFreed(t *testing.T) {
 	spec := dataset.Spec{Name: "freed", Namespace: "gone"}
-	table := newShareTable(nil)
+	table := newShareTable(false)
 	objs := []kruntime.Object{}
 	for i := range 16 {
 		p := dataset.NewPod(spec, i, shareNow)
@@ -132,7 +132,6 @@ func TestSharedValuesAreFreed(t *testing.T) {
 	}
 	held := countLive()
 	runtime.KeepAlive(objs) // held until counted
-	objs = nil
 	runtime.GC()
 	runtime.GC()
 	if after := countLive(); held == 0 || after >= held {

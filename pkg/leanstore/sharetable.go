@@ -47,7 +47,9 @@ type shareTable struct {
 	objects uint64   // objects walked: the sequence number of the current one
 	inserts int      // entries added since the last sweep
 
-	guard *guard // nil unless the mutation guard is on
+	// guarded is true when the mutation guard watches the shared values:
+	// each canonical value then carries a guardRecord.
+	guarded bool
 }
 
 type strEntry struct {
@@ -111,13 +113,13 @@ const (
 	sweepEvery   = 4096 // entries added between sweeps of freed ones
 )
 
-func newShareTable(g *guard) *shareTable {
+func newShareTable(guarded bool) *shareTable {
 	return &shareTable{
 		strs:      map[uint64]strEntry{},
 		values:    map[shareKey][]*canonEntry{},
 		canonical: map[revKey]*canonEntry{},
 		seen:      make([]uint64, minSeenSlots),
-		guard:     g,
+		guarded:   guarded,
 	}
 }
 

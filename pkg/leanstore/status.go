@@ -27,8 +27,9 @@ const (
 	ListPathClientGo ListPath = "client-go"
 )
 
-// Failure is one failed list or watch attempt of an informer.
-type Failure struct {
+// failedAttempt is one failed list or watch attempt of an informer: what the
+// tracker records, logs and counts. Handlers get its Err, a *failure.Error.
+type failedAttempt struct {
 	Informer string
 	Resource string
 	// Reason is the stage that failed: failure.InitialListFailed (any list,
@@ -139,11 +140,11 @@ func (t *tracker) addHandler(h cache.WatchErrorHandlerWithContext) {
 }
 
 // fail records and reports a failure of stage reason.
-func (t *tracker) fail(ctx context.Context, f Failure) { t.failFrom(ctx, f, nil) }
+func (t *tracker) fail(ctx context.Context, f failedAttempt) { t.failFrom(ctx, f, nil) }
 
 // failFrom is fail for a failure the reflector r reported itself; nil means
 // leanstore found it.
-func (t *tracker) failFrom(ctx context.Context, f Failure, r *cache.Reflector) {
+func (t *tracker) failFrom(ctx context.Context, f failedAttempt, r *cache.Reflector) {
 	now := time.Now()
 	var fe *failure.Error
 	if !errors.As(f.Err, &fe) || fe.Reason != f.Reason {

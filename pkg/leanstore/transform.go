@@ -50,11 +50,7 @@ type stripper struct {
 func (s stripper) withTable() stripper {
 	s.table = nil
 	if s.share || s.intern {
-		var g *guard
-		if s.share && s.guard {
-			g = &guard{}
-		}
-		s.table = newShareTable(g)
+		s.table = newShareTable(s.share && s.guard)
 	}
 	return s
 }
@@ -97,7 +93,7 @@ func (s *stripper) apply(obj interface{}, gr schema.GroupResource) (interface{},
 		if t == nil {
 			// A stripper copied without withTable: sharing within the object
 			// only, never with another informer's.
-			t = newShareTable(nil)
+			t = newShareTable(false)
 		}
 		t.shareObject(obj, s.share) // interns strings as it goes
 	}
@@ -142,21 +138,6 @@ func stripAnnotations(m metaAccessor, ann map[string]string, keys map[string]boo
 
 type metaAccessor interface {
 	SetAnnotations(map[string]string)
-}
-
-// StripManagedFields is a cache.TransformFunc that removes metadata.managedFields,
-// for use with plain client-go informers (informers.WithTransform). It is
-// idempotent. leanstore's factories do this by default.
-func StripManagedFields(obj interface{}) (interface{}, error) {
-	s := stripper{managedFields: true}
-	return s.apply(obj, schema.GroupResource{})
-}
-
-// StripManagedFieldsAndLastApplied is a cache.TransformFunc that removes
-// metadata.managedFields and kubectl's last-applied annotation. It is idempotent.
-func StripManagedFieldsAndLastApplied(obj interface{}) (interface{}, error) {
-	s := stripper{managedFields: true, annotations: map[string]bool{LastAppliedAnnotation: true}}
-	return s.apply(obj, schema.GroupResource{})
 }
 
 // Transform returns a cache.TransformFunc that strips objects as a factory built
@@ -211,7 +192,7 @@ func (t *Transformer) Transform(obj interface{}) (interface{}, error) {
 		gr = resourceOf(obj)
 	}
 	out, err := t.s.apply(obj, gr)
-	if t.s.table != nil && t.s.table.guard != nil && t.checkDue() {
+	if t.s.table != nil && t.s.table.guarded && t.checkDue() {
 		_, fresh := t.s.table.mutations()
 		for _, e := range fresh {
 			t.logger.Error(e, "cached object changed in place", "object", e.Key, "path", e.Path)
@@ -235,7 +216,7 @@ func (t *Transformer) checkDue() bool {
 // with errors.Join), naming the object and the field path. It returns nil when
 // nothing changed, or when the guard is off (WithMutationGuard).
 func (t *Transformer) CheckMutations() error {
-	if t.s.table == nil || t.s.table.guard == nil {
+	if t.s.table == nil || !t.s.table.guarded {
 		return nil
 	}
 	all, fresh := t.s.table.mutations()

@@ -172,12 +172,6 @@ func (v *view) replace(items []kruntime.Object) {
 	}
 }
 
-func (v *view) len() int {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return len(v.byHash) + len(v.spill)
-}
-
 // changes are the watch events that turn the view into a new list.
 type changes struct {
 	// changed are ADDED and MODIFIED events, in resourceVersion order.

@@ -41,7 +41,7 @@ func (lw *listWatch) startWatch(ctx context.Context, opts metav1.ListOptions) (w
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		start := Failure{Reason: failure.WatchStartFailed}
+		start := failedAttempt{Reason: failure.WatchStartFailed}
 		if isExpired(err) {
 			lw.health.report(ctx, start, err, 0)
 			return nil, reportedError{err}
@@ -80,7 +80,7 @@ func (lw *listWatch) watchStreamBroke(ctx context.Context) func(error) {
 			return
 		}
 		lw.health.watchBroken.Store(true)
-		lw.health.report(ctx, Failure{Reason: failure.WatchFailed}, err, 0)
+		lw.health.report(ctx, failedAttempt{Reason: failure.WatchFailed}, err, 0)
 	}
 }
 
@@ -92,11 +92,8 @@ func (lw *listWatch) watchStreamBroke(ctx context.Context) func(error) {
 // would otherwise leave the cache stale indefinitely.
 //
 // When the server ends the watch because its resourceVersion is gone (410), the
-// watch lists again itself, from inside the watch, and hands the reflector only
-// what changed (see relist), then watches on from the list's resourceVersion.
-// client-go's own re-list replaces the whole store instead, building a second
-// items map, index and key set next to the first, and sends every handler an
-// update per object.
+// watch lists again itself and hands the reflector only what changed (relist);
+// the package documentation, "Re-lists inside the watch", says why.
 type leanWatch struct {
 	lw    *listWatch
 	inner watch.Interface
@@ -182,12 +179,12 @@ func (w *leanWatch) run(ctx context.Context) {
 				}
 				obj, err := w.lw.strip.apply(ev.Object, w.lw.gr())
 				if err != nil {
-					h.report(ctx, Failure{Reason: failure.WatchFailed}, err, 0)
+					h.report(ctx, failedAttempt{Reason: failure.WatchFailed}, err, 0)
 					return
 				}
 				o, ok := obj.(runtime.Object)
 				if !ok {
-					h.report(ctx, Failure{Reason: failure.WatchFailed}, fmt.Errorf("%s: transform returned %T, not a runtime.Object", w.lw.gr(), obj), 0)
+					h.report(ctx, failedAttempt{Reason: failure.WatchFailed}, fmt.Errorf("%s: transform returned %T, not a runtime.Object", w.lw.gr(), obj), 0)
 					return
 				}
 				ev.Object = o
@@ -209,8 +206,8 @@ func (w *leanWatch) run(ctx context.Context) {
 					} else {
 						h.expiry.reset()
 					}
-					h.report(ctx, Failure{Reason: failure.WatchError}, err, d)
-					healed, alive := w.waitExpiry(ctx, Failure{Reason: failure.WatchError}, d)
+					h.report(ctx, failedAttempt{Reason: failure.WatchError}, err, d)
+					healed, alive := w.waitExpiry(ctx, failedAttempt{Reason: failure.WatchError}, d)
 					if !alive || (!healed && !w.relist(ctx)) {
 						return
 					}
@@ -220,7 +217,7 @@ func (w *leanWatch) run(ctx context.Context) {
 					}
 					continue
 				}
-				h.report(ctx, Failure{Reason: failure.WatchError}, err, 0)
+				h.report(ctx, failedAttempt{Reason: failure.WatchError}, err, 0)
 			}
 			if ev.Type != watch.Error {
 				if events++; events == 1 {
@@ -258,7 +255,7 @@ func (w *leanWatch) send(ctx context.Context, ev watch.Event) bool {
 // watch does not expire at once, the fault is gone, the probe becomes the
 // watch, and no list is needed. healed reports that; alive is false when the
 // watch was stopped.
-func (w *leanWatch) waitExpiry(ctx context.Context, f Failure, d time.Duration) (healed, alive bool) {
+func (w *leanWatch) waitExpiry(ctx context.Context, f failedAttempt, d time.Duration) (healed, alive bool) {
 	w.inner.Stop()
 	healed = false
 	probe := func(ctx context.Context) error {
@@ -342,7 +339,7 @@ func (w *leanWatch) relist(ctx context.Context) bool {
 		if err != nil {
 			if ctx.Err() == nil {
 				w.lw.health.watchBroken.Store(true)
-				w.lw.health.report(ctx, Failure{Reason: failure.WatchStartFailed}, err, 0)
+				w.lw.health.report(ctx, failedAttempt{Reason: failure.WatchStartFailed}, err, 0)
 			}
 			return false
 		}

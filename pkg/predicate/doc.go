@@ -3,6 +3,8 @@
 // reconciler never runs because a predicate drops everything" shows in numbers
 // instead of silence.
 //
+// The guide that uses it: docs/troubleshooting.md.
+//
 // A Predicate judges the three informer events (Create, Update, Delete) on
 // anything an informer delivers: typed objects, *unstructured.Unstructured,
 // *metav1.PartialObjectMetadata, and cache.DeletedFinalStateUnknown tombstones on
@@ -34,7 +36,7 @@
 // filtered counts per event kind, and NewCollector exports them as the
 // Prometheus counter cachetune_predicate_events_total{predicate,event,result}.
 // A predicate whose update counter shows only "filtered" while the objects
-// change is the seed's "reconciler never runs" symptom; a generation-only
-// predicate that filters every finalizer update is its "stuck Terminating" one
-// (combine with FinalizersChanged).
+// change is why a reconciler never runs; a generation-only predicate that
+// filters every finalizer update is why an object stays Terminating (combine
+// with FinalizersChanged). docs/troubleshooting.md lists both symptoms.
 package predicate

@@ -1,11 +1,9 @@
 package predicate
 
 import (
-	"reflect"
-
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/cache"
+
+	"github.com/cachetune/cachetune/internal/objmeta"
 )
 
 // objectOf returns the metadata of anything an informer delivers: a typed object,
@@ -13,25 +11,4 @@ import (
 // tombstone (cache.DeletedFinalStateUnknown) wrapping one of them. It reports
 // false when there is no object to read: a tombstone without its object, a nil
 // pointer, or a value that has no ObjectMeta.
-func objectOf(obj any) (metav1.Object, bool) {
-	switch t := obj.(type) {
-	case cache.DeletedFinalStateUnknown:
-		obj = t.Obj
-	case *cache.DeletedFinalStateUnknown:
-		if t == nil {
-			return nil, false
-		}
-		obj = t.Obj
-	}
-	if obj == nil {
-		return nil, false
-	}
-	if v := reflect.ValueOf(obj); v.Kind() == reflect.Pointer && v.IsNil() {
-		return nil, false
-	}
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return nil, false
-	}
-	return m, true
-}
+func objectOf(obj any) (metav1.Object, bool) { return objmeta.Of(obj) }

@@ -59,7 +59,7 @@ func serveDelta(w http.ResponseWriter, r *http.Request, name string, d time.Dura
 		return
 	}
 	setAttachment(w, name+"-delta")
-	delta.Write(w)
+	_ = delta.Write(w) // the response has begun: a failed write has no one to tell
 }
 
 // snapshot reads a runtime/pprof profile into its parsed form.

@@ -3,6 +3,8 @@
 // continuously in Pyroscope, and automatically at the moment a spike
 // happens.
 //
+// The guide that uses it: docs/profiling.md.
+//
 // # Serving the endpoints
 //
 // Start serves, on its own mux and by default on 127.0.0.1:6060, the

@@ -1,7 +1,6 @@
 package profile
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -43,13 +42,13 @@ type metricsRegistration struct {
 // registerMetrics registers the runtime and process collectors. The stock Go
 // and process collectors (what prometheus.DefaultRegisterer starts with)
 // are taken out first: their metric names overlap with these.
-func registerMetrics(registerer prometheus.Registerer, gatherer prometheus.Gatherer) (*metricsRegistration, error) {
-	switch {
-	case registerer == nil && gatherer == nil:
-		reg := prometheus.NewRegistry()
-		registerer, gatherer = reg, reg
-	case registerer == nil || gatherer == nil:
-		return nil, errors.New("profile: WithRegistry needs both a registerer and a gatherer")
+func registerMetrics(registerer prometheus.Registerer) (*metricsRegistration, error) {
+	if registerer == nil {
+		registerer = prometheus.NewRegistry()
+	}
+	gatherer, ok := registerer.(prometheus.Gatherer)
+	if !ok {
+		return nil, fmt.Errorf("profile: WithMetrics: %T is not a prometheus.Gatherer, so /metrics could not serve it: pass a *prometheus.Registry", registerer)
 	}
 	m := &metricsRegistration{registerer: registerer}
 	for _, pair := range []struct{ ours, stock prometheus.Collector }{

@@ -3,6 +3,7 @@ package profile_test
 import (
 	"bytes"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -71,7 +72,7 @@ func TestMetricsSharedRegistry(t *testing.T) {
 	mine := prometheus.NewCounter(prometheus.CounterOpts{Name: "controller_reconciles_total", Help: "test"})
 	reg.MustRegister(mine)
 
-	s, err := cprofile.Start(t.Context(), cprofile.WithAddr("127.0.0.1:0"), cprofile.WithRegistry(reg, reg))
+	s, err := cprofile.Start(t.Context(), cprofile.WithAddr("127.0.0.1:0"), cprofile.WithMetrics(reg))
 	if err != nil {
 		t.Fatalf("Start with a registry holding the stock Go collector: %v", err)
 	}
@@ -99,5 +100,25 @@ func TestMetricsSharedRegistry(t *testing.T) {
 	}
 	if names["go_sched_latencies_seconds"] {
 		t.Errorf("after Shutdown the registry still has the runtime collector")
+	}
+}
+
+// An option out of range is Start's error, naming it.
+func TestStartRejectsInvalidOptions(t *testing.T) {
+	for _, c := range []struct {
+		opt  cprofile.Option
+		want string
+	}{
+		{cprofile.WithReadinessTimeout(0), "WithReadinessTimeout"},
+		{cprofile.WithReadiness("nil", nil), "WithReadiness"},
+		{cprofile.WithMetrics(prometheus.WrapRegistererWithPrefix("x_", prometheus.NewRegistry())), "WithMetrics"},
+	} {
+		s, err := cprofile.Start(t.Context(), cprofile.WithAddr("127.0.0.1:0"), c.opt)
+		if err == nil {
+			_ = s.Shutdown(t.Context()) // only reached when Start wrongly succeeded
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Start with %s: err = %v, want an error naming it", c.want, err)
+		}
 	}
 }

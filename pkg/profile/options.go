@@ -2,9 +2,11 @@ package profile
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -14,7 +16,6 @@ type Option func(*options)
 type options struct {
 	addr             string
 	registerer       prometheus.Registerer
-	gatherer         prometheus.Gatherer
 	readiness        []readinessCheck
 	readinessTimeout time.Duration
 	pyroscope        *PyroscopeConfig
@@ -38,6 +39,23 @@ func defaults() options {
 	}
 }
 
+// validate returns the first option out of range, naming it: Start fails
+// with it rather than serve with a setting it was not given.
+func (o *options) validate() error {
+	if o.readinessTimeout <= 0 {
+		return fmt.Errorf("profile: WithReadinessTimeout: must be positive, got %s", o.readinessTimeout)
+	}
+	for _, c := range o.readiness {
+		if c.check == nil {
+			return fmt.Errorf("profile: WithReadiness %q: check is nil", c.name)
+		}
+	}
+	if o.pyroscope != nil {
+		return o.pyroscope.validate()
+	}
+	return nil
+}
+
 // WithAddr sets the address to listen on, in net.Listen's "host:port" form.
 // The default is 127.0.0.1:6060. A port of 0 picks a free port; Server.Addr
 // reports the one bound. Use ":6060" to listen on every interface, for
@@ -46,21 +64,19 @@ func WithAddr(addr string) Option {
 	return func(o *options) { o.addr = addr }
 }
 
-// WithRegistry serves /metrics from gatherer and registers the runtime and
-// process collectors with registerer, so that a process keeps one registry
-// for its own metrics and these. Pass prometheus.DefaultRegisterer and
-// prometheus.DefaultGatherer to share the global registry: its stock Go and
-// process collectors are replaced while the server runs (they would collide
-// with the richer ones registered here) and put back at Shutdown. A Go
-// collector registered with options of its own makes Start fail: register
+// WithMetrics registers the runtime and process collectors with r and
+// serves /metrics from it, so that a process keeps one registry for its own
+// metrics and these. r must also be a prometheus.Gatherer, as a
+// *prometheus.Registry is (Start fails otherwise). Pass
+// prometheus.DefaultRegisterer to share the global registry: its stock Go
+// and process collectors are replaced while the server runs (they would
+// collide with the richer ones registered here) and put back at Shutdown. A
+// Go collector registered with options of its own makes Start fail: register
 // NewRuntimeCollector in its place instead.
 //
 // Without this option the server uses a registry of its own.
-func WithRegistry(registerer prometheus.Registerer, gatherer prometheus.Gatherer) Option {
-	return func(o *options) {
-		o.registerer = registerer
-		o.gatherer = gatherer
-	}
+func WithMetrics(r prometheus.Registerer) Option {
+	return func(o *options) { o.registerer = r }
 }
 
 // WithReadiness adds a named check to /readyz. The endpoint answers 200 when
@@ -94,12 +110,10 @@ func WithPyroscope(cfg PyroscopeConfig) Option {
 }
 
 // WithLogger sets where the server reports errors that have no caller to
-// return to: a failed Pyroscope upload, a listener that stopped. The default
-// is slog.Default(); nil keeps it.
-func WithLogger(l *slog.Logger) Option {
-	return func(o *options) {
-		if l != nil {
-			o.logger = l
-		}
-	}
+// return to: a failed Pyroscope upload, a listener that stopped. It is a
+// logr.Logger, as in client-go and controller-runtime (slog through
+// logr.FromSlogHandler). The default is slog.Default(); logr.Discard() logs
+// nothing.
+func WithLogger(l logr.Logger) Option {
+	return func(o *options) { o.logger = slog.New(logr.ToSlogHandler(l)) }
 }

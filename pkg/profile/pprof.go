@@ -52,7 +52,7 @@ func servePprofIndex(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(&b, "<li><a href=\"%s\">%s</a></li>\n", e.href, e.what)
 	}
 	b.WriteString("</ul>\n</body></html>\n")
-	io.WriteString(w, b.String())
+	_, _ = io.WriteString(w, b.String()) // a client that hung up reads no error
 }
 
 // cumulative lists the profiles whose counts only grow, so that two of them
@@ -91,13 +91,13 @@ func serveNamedProfile(w http.ResponseWriter, r *http.Request, name string) {
 	} else {
 		setAttachment(w, name)
 	}
-	p.WriteTo(w, debug)
+	_ = p.WriteTo(w, debug) // the response has begun: a failed write has no one to tell
 }
 
 func serveCmdline(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	io.WriteString(w, strings.Join(os.Args, "\x00"))
+	_, _ = io.WriteString(w, strings.Join(os.Args, "\x00")) // a client that hung up reads no error
 }
 
 // serveSymbol maps program counters to function names, for pprof tools that
@@ -123,7 +123,7 @@ func serveSymbol(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprintf(&out, "%#x %s\n", pc, f.Name())
 		}
 	}
-	w.Write(out.Bytes())
+	_, _ = w.Write(out.Bytes()) // a client that hung up reads no error
 }
 
 // splitPlus is a bufio.SplitFunc for "+"-separated words.

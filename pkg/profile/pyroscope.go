@@ -175,7 +175,7 @@ func (s *pyroscopeProfiler) stop(ctx context.Context) error {
 	}
 	// The profiler queues its final CPU profile on Stop and its uploader may
 	// exit before sending it; the flush above already sent the period.
-	s.profiler.Stop()
+	_ = s.profiler.Stop() // shutting down: the flush above reported what matters
 	s.cancelUploads()
 	s.transport.CloseIdleConnections()
 	return err

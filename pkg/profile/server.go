@@ -54,13 +54,11 @@ func Start(ctx context.Context, opts ...Option) (*Server, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if o.pyroscope != nil {
-		if err := o.pyroscope.validate(); err != nil {
-			return nil, err
-		}
+	if err := o.validate(); err != nil {
+		return nil, err
 	}
 
-	metrics, err := registerMetrics(o.registerer, o.gatherer)
+	metrics, err := registerMetrics(o.registerer)
 	if err != nil {
 		return nil, err
 	}

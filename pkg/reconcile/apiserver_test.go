@@ -63,7 +63,7 @@ func TestTransientFailuresBackOffAndReset(t *testing.T) {
 	}
 	proxy.AddRule(unavailable)
 
-	b := reconcile.Backoff{Base: 100 * time.Millisecond, Factor: 2, Max: 5 * time.Second, Jitter: 0.2}
+	b := reconcile.Backoff{Initial: 100 * time.Millisecond, Factor: 2, Cap: 5 * time.Second, Jitter: 0.2}
 	var rec runs
 	var results sync.Map // run index → error
 	l := reconcile.New("backoff", func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -108,8 +108,8 @@ func TestTransientFailuresBackOffAndReset(t *testing.T) {
 	if got[6].req.Attempt != 0 || !got[6].req.Trigger.Has(reconcile.ObjectChanged) {
 		t.Errorf("run after the spec change = %+v, want attempt 0, trigger object-changed", got[6].req)
 	}
-	if gap := got[7].at.Sub(got[6].at); gap < b.Base || gap > b.Step(2) {
-		t.Errorf("retry after a reset came after %s, want the base delay %s (not the %s the sixth failure would wait)", gap, b.Base, b.Step(6))
+	if gap := got[7].at.Sub(got[6].at); gap < b.Initial || gap > b.Step(2) {
+		t.Errorf("retry after a reset came after %s, want the base delay %s (not the %s the sixth failure would wait)", gap, b.Initial, b.Step(6))
 	}
 }
 
@@ -136,7 +136,7 @@ func TestPermanentFailureRecordsConditionAndWaitsForChange(t *testing.T) {
 			},
 				reconcile.WithLogger(quiet()),
 				reconcile.WithMetrics(reg),
-				reconcile.WithBackoff(reconcile.Backoff{Base: 50 * time.Millisecond, Factor: 2, Max: time.Second}),
+				reconcile.WithBackoff(reconcile.Backoff{Initial: 50 * time.Millisecond, Factor: 2, Cap: time.Second}),
 				reconcile.WithOnPermanent(reconcile.ConditionHook(e.dyn, dataset.WidgetGVR, "Ready")),
 			)
 			if err := l.Watch(e.informer, c.preds...); err != nil {
@@ -215,7 +215,7 @@ func TestConflictIsRetriedPromptly(t *testing.T) {
 	},
 		reconcile.WithLogger(quiet()),
 		reconcile.WithMetrics(reg),
-		reconcile.WithBackoff(reconcile.Backoff{Base: 10 * time.Second, Factor: 2, Max: time.Minute}),
+		reconcile.WithBackoff(reconcile.Backoff{Initial: 10 * time.Second, Factor: 2, Cap: time.Minute}),
 	)
 	// Labels only: our own label write and the other writer's spec change
 	// would otherwise queue the key themselves.
@@ -246,7 +246,7 @@ func TestConflictIsRetriedPromptly(t *testing.T) {
 }
 
 // An object whose reconcile fails forever costs a bounded number of
-// reconciles, and API calls, per minute: never more than Backoff.MaxRuns.
+// reconciles, and API calls, per minute: never more than Backoff.MaxAttempts.
 func TestForeverFailingObjectIsBounded(t *testing.T) {
 	leakcheck.Check(t)
 	e := newWidgetEnv(t)
@@ -256,7 +256,7 @@ func TestForeverFailingObjectIsBounded(t *testing.T) {
 		Fault: faults.Status(503, 0),
 	})
 	const window, keys = 20 * time.Second, 3
-	b := reconcile.Backoff{Base: 10 * time.Millisecond, Factor: 2, Max: time.Second, Jitter: 0.5}
+	b := reconcile.Backoff{Initial: 10 * time.Millisecond, Factor: 2, Cap: time.Second, Jitter: 0.5}
 	var rec runs
 	l := reconcile.New("hot", func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 		rec.add(req)
@@ -276,9 +276,9 @@ func TestForeverFailingObjectIsBounded(t *testing.T) {
 	stop()
 
 	// The fastest schedule jitter allows, and the slowest.
-	upper := b.MaxRuns(window)
-	slow := reconcile.Backoff{Base: b.Base * 3 / 2, Factor: b.Factor, Max: b.Max * 3 / 2}
-	lower := slow.MaxRuns(window)
+	upper := b.MaxAttempts(window)
+	slow := reconcile.Backoff{Initial: b.Initial * 3 / 2, Factor: b.Factor, Cap: b.Cap * 3 / 2}
+	lower := slow.MaxAttempts(window)
 	total := 0
 	for i := range keys {
 		got := rec.of(fmt.Sprint("w", i))
@@ -301,7 +301,7 @@ func TestForeverFailingObjectIsBounded(t *testing.T) {
 	if calls != total {
 		t.Errorf("API calls = %d, reconciles = %d: want one call per reconcile", calls, total)
 	}
-	perMinute := 60 * time.Second / b.Max
+	perMinute := 60 * time.Second / b.Cap
 	t.Logf("%d keys, %d API calls in about %s; steady state %d calls a minute per key (60 s / Max)", keys, calls, window, perMinute)
 }
 

@@ -8,7 +8,7 @@ import (
 )
 
 func TestBackoffSteps(t *testing.T) {
-	b := Backoff{Base: 800 * time.Millisecond, Factor: 2, Max: 30 * time.Second, Jitter: 0.5}
+	b := Backoff{Initial: 800 * time.Millisecond, Factor: 2, Cap: 30 * time.Second, Jitter: 0.5}
 	var got []time.Duration
 	for n := 0; n <= 9; n++ {
 		got = append(got, b.Step(n))
@@ -18,13 +18,13 @@ func TestBackoffSteps(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("steps (-want +got):\n%s", diff)
 	}
-	if got := b.Step(10000); got != b.Max {
-		t.Errorf("Step(10000) = %s, want the cap %s (no overflow)", got, b.Max)
+	if got := b.Step(10000); got != b.Cap {
+		t.Errorf("Step(10000) = %s, want the cap %s (no overflow)", got, b.Cap)
 	}
 }
 
 func TestBackoffDelayStaysInJitterRange(t *testing.T) {
-	b := Backoff{Base: 100 * time.Millisecond, Factor: 2, Max: time.Second, Jitter: 0.5}
+	b := Backoff{Initial: 100 * time.Millisecond, Factor: 2, Cap: time.Second, Jitter: 0.5}
 	for n := 1; n <= 8; n++ {
 		lo := b.Step(n)
 		hi := lo + lo/2
@@ -43,9 +43,9 @@ func TestBackoffDelayStaysInJitterRange(t *testing.T) {
 	}
 }
 
-// MaxRuns must agree with walking the schedule delay by delay at its
+// MaxAttempts must agree with walking the schedule delay by delay at its
 // shortest (no jitter), which is the fastest a failing key can run.
-func TestMaxRunsMatchesSchedule(t *testing.T) {
+func TestMaxAttemptsMatchesSchedule(t *testing.T) {
 	ms := time.Millisecond
 	cases := []struct {
 		b      Backoff
@@ -53,18 +53,18 @@ func TestMaxRunsMatchesSchedule(t *testing.T) {
 		want   int
 	}{
 		// 10+20+40+80+160+320+640 = 1270 ms of ramp, then one run a second.
-		{Backoff{Base: 10 * ms, Factor: 2, Max: time.Second}, 20 * time.Second, 1 + 7 + 18},
-		{Backoff{Base: 10 * ms, Factor: 2, Max: time.Second}, 0, 1},
-		{Backoff{Base: 10 * ms, Factor: 2, Max: time.Second}, 9 * ms, 1},
-		{Backoff{Base: 10 * ms, Factor: 2, Max: time.Second}, 10 * ms, 2},
+		{Backoff{Initial: 10 * ms, Factor: 2, Cap: time.Second}, 20 * time.Second, 1 + 7 + 18},
+		{Backoff{Initial: 10 * ms, Factor: 2, Cap: time.Second}, 0, 1},
+		{Backoff{Initial: 10 * ms, Factor: 2, Cap: time.Second}, 9 * ms, 1},
+		{Backoff{Initial: 10 * ms, Factor: 2, Cap: time.Second}, 10 * ms, 2},
 		// The defaults: 0.8+1.6+3.2+6.4+12.8+25.6 = 50.4 s of ramp.
 		{DefaultBackoff(), time.Minute, 1 + 6 + 0},
 		{DefaultBackoff(), 10 * time.Minute, 1 + 6 + 18},
-		{Backoff{Base: time.Second, Factor: 1, Max: time.Second}, time.Minute, 61},
+		{Backoff{Initial: time.Second, Factor: 1, Cap: time.Second}, time.Minute, 61},
 	}
 	for _, c := range cases {
-		if got := c.b.MaxRuns(c.window); got != c.want {
-			t.Errorf("%+v MaxRuns(%s) = %d, want %d", c.b, c.window, got, c.want)
+		if got := c.b.MaxAttempts(c.window); got != c.want {
+			t.Errorf("%+v MaxAttempts(%s) = %d, want %d", c.b, c.window, got, c.want)
 		}
 		if got := walk(c.b, c.window); got != c.want {
 			t.Errorf("%+v walking the schedule over %s gives %d runs, want %d", c.b, c.window, got, c.want)
@@ -84,7 +84,7 @@ func walk(b Backoff, window time.Duration) int {
 }
 
 func TestLimiterCountsAndForgets(t *testing.T) {
-	l := newLimiter(Backoff{Base: time.Millisecond, Factor: 2, Max: time.Second})
+	l := newLimiter(Backoff{Initial: time.Millisecond, Factor: 2, Cap: time.Second})
 	a, b := key("ns", "a"), key("ns", "b")
 	var got []time.Duration
 	for range 4 {

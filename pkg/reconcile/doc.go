@@ -1,12 +1,14 @@
 // Package reconcile runs a controller's reconcile function on client-go's
-// workqueue, with the error handling the seed's guide asks for: transient
-// errors retried with per-key exponential backoff and jitter, permanent ones
-// recorded on the object and parked until its spec changes, a reset on
-// success, asynchronous hooks with a time limit, and a structured trace and
-// Prometheus metrics for every reconcile. It is a thin layer over
-// workqueue.TypedRateLimitingInterface[cache.ObjectName] and informers, not a
-// framework: the reconcile function reads listers and writes with clients as
-// any client-go controller does.
+// workqueue, with error handling that neither loses a failure nor floods the
+// API server: transient errors retried with per-key exponential backoff and
+// jitter, permanent ones recorded on the object and parked until its spec
+// changes, a reset on success, asynchronous hooks with a time limit, and a
+// structured trace and Prometheus metrics for every reconcile. It is a thin
+// layer over workqueue.TypedRateLimitingInterface[cache.ObjectName] and
+// informers, not a framework: the reconcile function reads listers and writes
+// with clients as any client-go controller does.
+//
+// The guide that uses it: docs/reconcile.md.
 //
 //	loop := reconcile.New("widgets", reconcileWidget,
 //		reconcile.WithWorkers(4),
@@ -57,13 +59,13 @@
 // dropped before they reach the queue. Hooks (WithOnPermanent, WithOnError)
 // run off the workers, at most WithHookConcurrency at a time, each under
 // WithHookTimeout: this is the asynchronous work, such as a status update,
-// that the seed's error_policy cannot do. A key that fails forever costs at
-// most Backoff.MaxRuns reconciles in any window: one per Backoff.Max once
+// that a synchronous error policy cannot do without holding a worker. A key that fails forever costs at
+// most Backoff.MaxAttempts reconciles in any window: one per Backoff.Cap once
 // the backoff has ramped up.
 //
 // # Traces and metrics
 //
-// Every reconcile logs one line (log/slog, or logr with WithLogr) with the
+// Every reconcile logs one line (a logr.Logger, WithLogger) with the
 // controller, the object, the trigger, the attempt, the duration, the time
 // it waited in the queue, the outcome (success, requeue, retry, parked,
 // canceled), the error and its class, and when it runs next. WithMetrics

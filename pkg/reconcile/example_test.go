@@ -4,10 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -34,8 +33,8 @@ func ExampleNew() {
 		close(done)
 		return reconcile.Result{}, nil
 	},
-		reconcile.WithBackoff(reconcile.Backoff{Base: 10 * time.Millisecond, Factor: 2, Max: time.Second}),
-		reconcile.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
+		reconcile.WithBackoff(reconcile.Backoff{Initial: 10 * time.Millisecond, Factor: 2, Cap: time.Second}),
+		reconcile.WithLogger(logr.Discard()),
 	)
 	stopped := make(chan error)
 	go func() { stopped <- loop.Run(ctx) }()

@@ -9,8 +9,8 @@ import (
 )
 
 // hookRunner runs hooks off the worker goroutines: at most cap(slots) at a
-// time, each under a time limit. This is the asynchronous work the seed's
-// error_policy cannot do (it is a synchronous function), done without an
+// time, each under a time limit. A status update from the failing worker
+// would hold it for a round trip; here it is done off the worker, without an
 // unbounded goroutine per failure.
 type hookRunner struct {
 	slots   chan struct{}

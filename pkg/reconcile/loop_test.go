@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/tools/cache"
@@ -35,7 +36,7 @@ func TestWorkersBoundAndOneRunPerKey(t *testing.T) {
 	)
 	index := func(k cache.ObjectName) int {
 		var i int
-		fmt.Sscanf(k.Name, "k-%d", &i)
+		_, _ = fmt.Sscanf(k.Name, "k-%d", &i) // the test's own names: k-0, k-1, ...
 		return i
 	}
 	l := reconcile.New("bound", func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -201,7 +202,7 @@ func TestRequeueAfterAndPanic(t *testing.T) {
 			panic("nil map")
 		}
 		return reconcile.Result{}, nil
-	}, reconcile.WithLogger(quiet()), reconcile.WithBackoff(reconcile.Backoff{Base: 50 * time.Millisecond, Factor: 2, Max: time.Second}))
+	}, reconcile.WithLogger(quiet()), reconcile.WithBackoff(reconcile.Backoff{Initial: 50 * time.Millisecond, Factor: 2, Cap: time.Second}))
 	start(t, l)
 	l.Enqueue(cache.NewObjectName("ns", "poll"))
 	l.Enqueue(cache.NewObjectName("ns", "panics"))
@@ -279,10 +280,11 @@ func TestConfigurationErrors(t *testing.T) {
 		want string
 	}{
 		{"no workers", reconcile.New("x", ok, reconcile.WithWorkers(0)), "workers must be at least 1"},
-		{"bad backoff", reconcile.New("x", ok, reconcile.WithBackoff(reconcile.Backoff{Base: time.Second, Max: time.Millisecond, Factor: 2})), "invalid backoff"},
+		{"bad backoff", reconcile.New("x", ok, reconcile.WithBackoff(reconcile.Backoff{Initial: time.Second, Cap: time.Millisecond, Factor: 2})), "invalid backoff"},
 		{"no func", reconcile.New("x", nil), "nil Func"},
 		{"no name", reconcile.New("", ok), "empty name"},
 		{"no hook time", reconcile.New("x", ok, reconcile.WithHookTimeout(0)), "hook timeout"},
+		{"negative trace verbosity", reconcile.New("x", ok, reconcile.WithTraceVerbosity(-1)), "trace verbosity"},
 	}
 	for _, c := range cases {
 		err := c.loop.Run(context.Background())
@@ -319,8 +321,8 @@ func TestTraceLines(t *testing.T) {
 		}
 		return reconcile.Result{RequeueAfter: time.Hour}, nil
 	},
-		reconcile.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))),
-		reconcile.WithBackoff(reconcile.Backoff{Base: 20 * time.Millisecond, Factor: 2, Max: time.Second}),
+		reconcile.WithLogger(logr.FromSlogHandler(slog.NewJSONHandler(&logs, nil))),
+		reconcile.WithBackoff(reconcile.Backoff{Initial: 20 * time.Millisecond, Factor: 2, Cap: time.Second}),
 	)
 	start(t, l)
 	l.Enqueue(cache.NewObjectName("shop", "w1"))
@@ -347,7 +349,7 @@ func TestTraceLines(t *testing.T) {
 	}
 }
 
-// WithLogr sends the traces through a logr.Logger (klog, zapr, ...).
+// WithLogger sends the traces through a logr.Logger (klog, zapr, ...).
 func TestLogr(t *testing.T) {
 	leakcheck.Check(t)
 	var mu sync.Mutex
@@ -361,7 +363,7 @@ func TestLogr(t *testing.T) {
 	l := reconcile.New("logr", func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 		defer close(done)
 		return reconcile.Result{}, nil
-	}, reconcile.WithLogr(logger))
+	}, reconcile.WithLogger(logger))
 	stop := start(t, l)
 	l.Enqueue(cache.NewObjectName("ns", "a"))
 	<-done

@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/go-logr/logr"
 
 	"github.com/cachetune/cachetune/pkg/reconcile"
 	"github.com/cachetune/cachetune/pkg/testapiserver"
@@ -31,7 +31,7 @@ func needServer(t *testing.T) {
 }
 
 // quiet is a logger for tests that do not read the logs.
-func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+func quiet() logr.Logger { return logr.Discard() }
 
 // start runs l until the test ends (or stop is called) and checks that Run
 // returned nil in time.

@@ -77,7 +77,7 @@ func TestMetrics(t *testing.T) {
 	},
 		reconcile.WithMetrics(reg),
 		reconcile.WithLogger(quiet()),
-		reconcile.WithBackoff(reconcile.Backoff{Base: time.Hour, Factor: 2, Max: time.Hour}),
+		reconcile.WithBackoff(reconcile.Backoff{Initial: time.Hour, Factor: 2, Cap: time.Hour}),
 	)
 	start(t, l)
 	for _, name := range []string{"ok", "flaky", "invalid"} {

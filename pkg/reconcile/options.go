@@ -21,7 +21,7 @@ type options struct {
 	timeout         time.Duration
 	parkedRecheck   time.Duration
 	logger          *slog.Logger
-	traceLevel      slog.Level
+	traceVerbosity  int
 	registerer      prometheus.Registerer
 	onPermanent     Hook
 	onError         Hook
@@ -32,8 +32,8 @@ type options struct {
 // defaults are every default of a Loop, in one place.
 func defaults() options {
 	return options{
-		// A small fixed pool: the seed's concurrency setting. One goroutine
-		// per event is how controllers end up throttled with 429s.
+		// A small fixed pool, bounded whatever the event rate: one
+		// goroutine per event is how controllers end up throttled with 429s.
 		workers: 2,
 		backoff: DefaultBackoff(),
 		// Long enough for the informer to deliver the version that won the
@@ -41,18 +41,18 @@ func defaults() options {
 		conflictDelay:   100 * time.Millisecond,
 		conflictRetries: 3,
 		logger:          slog.Default(),
-		traceLevel:      slog.LevelInfo,
 		hookTimeout:     10 * time.Second,
 		hookConcurrency: 2,
 	}
 }
 
 func (o options) validate() error {
+	if err := o.backoff.Validate(); err != nil {
+		return err
+	}
 	switch {
 	case o.workers < 1:
 		return fmt.Errorf("workers must be at least 1, got %d", o.workers)
-	case !o.backoff.validate():
-		return fmt.Errorf("invalid backoff %+v: need Base > 0, Max ≥ Base, Factor ≥ 1, Jitter ≥ 0", o.backoff)
 	case o.conflictDelay < 0 || o.conflictRetries < 0:
 		return fmt.Errorf("invalid conflict retry: delay %s, retries %d", o.conflictDelay, o.conflictRetries)
 	case o.debounce < 0 || o.timeout < 0 || o.parkedRecheck < 0:
@@ -61,6 +61,8 @@ func (o options) validate() error {
 		return fmt.Errorf("hook timeout must be positive, got %s", o.hookTimeout)
 	case o.hookConcurrency < 1:
 		return fmt.Errorf("hook concurrency must be at least 1, got %d", o.hookConcurrency)
+	case o.traceVerbosity < 0:
+		return fmt.Errorf("trace verbosity must not be negative, got %d", o.traceVerbosity)
 	}
 	return nil
 }
@@ -72,8 +74,8 @@ func WithWorkers(n int) Option {
 }
 
 // WithBackoff sets the per-key backoff after transient failures; the default
-// is DefaultBackoff. Its Max bounds what a forever-failing object costs: see
-// Backoff.MaxRuns.
+// is DefaultBackoff. Its Cap bounds what a forever-failing object costs: see
+// Backoff.MaxAttempts.
 func WithBackoff(b Backoff) Option {
 	return func(o *options) { o.backoff = b }
 }
@@ -114,27 +116,21 @@ func WithParkedRecheck(d time.Duration) Option {
 	return func(o *options) { o.parkedRecheck = d }
 }
 
-// WithLogger sets the slog logger for reconcile traces and loop messages.
-// The default is slog.Default(); nil keeps it.
-func WithLogger(l *slog.Logger) Option {
-	return func(o *options) {
-		if l != nil {
-			o.logger = l
-		}
-	}
-}
-
-// WithLogr logs through a logr.Logger (klog, zap via zapr, ...) instead of
-// slog. slog levels map to logr verbosity: Info is V(0), Debug is V(4).
-func WithLogr(l logr.Logger) Option {
+// WithLogger sets the logger for reconcile traces and loop messages, a
+// logr.Logger as in client-go and controller-runtime (klog, zapr, or slog
+// through logr.FromSlogHandler). Messages at slog's levels map to logr's
+// verbosity: Info is V(0), Debug is V(4). The default is slog.Default();
+// logr.Discard() logs nothing.
+func WithLogger(l logr.Logger) Option {
 	return func(o *options) { o.logger = slog.New(logr.ToSlogHandler(l)) }
 }
 
-// WithTraceLevel sets the level of the trace line of a successful reconcile;
-// failed ones log at Warn (retried) and Error (parked). The default is Info,
-// so that every reconcile shows; Debug quietens a busy controller.
-func WithTraceLevel(level slog.Level) Option {
-	return func(o *options) { o.traceLevel = level }
+// WithTraceVerbosity sets the logr verbosity of the trace line of a
+// successful reconcile; failed ones log as warnings (retried) and errors
+// (parked). The default, 0, shows every reconcile; 4 (slog's Debug)
+// quietens a busy controller. It must not be negative.
+func WithTraceVerbosity(v int) Option {
+	return func(o *options) { o.traceVerbosity = v }
 }
 
 // WithMetrics registers the loop's Prometheus metrics with r, labelled with

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/cachetune/cachetune/pkg/backoff"
 	"github.com/cachetune/cachetune/pkg/failure"
 )
 
@@ -64,9 +65,9 @@ type policy struct {
 	jitter          float64
 }
 
-// decide needs f.Class, f.Attempt and f.Err, and backoff, the delay the key's
+// decide needs f.Class, f.Attempt and f.Err, and delay, the wait the key's
 // exponential backoff gives this attempt.
-func (p policy) decide(f Failure, backoff time.Duration) Decision {
+func (p policy) decide(f Failure, delay time.Duration) Decision {
 	c := f.Class
 	switch {
 	case c.Permanent:
@@ -75,9 +76,9 @@ func (p policy) decide(f Failure, backoff time.Duration) Decision {
 		// The write lost a race with another writer; the cache will hold the
 		// new version within moments, and a retry on it will likely succeed.
 		// Waiting out an exponential backoff here only delays the work.
-		return Decision{After: jitter(p.conflictDelay, p.jitter)}
+		return Decision{After: backoff.Jitter(p.conflictDelay, p.jitter)}
 	}
-	d := backoff
+	d := delay
 	if ra, ok := failure.RetryAfter(f.Err); ok && ra > d {
 		d = ra
 	}

@@ -17,7 +17,8 @@ import (
 
 func key(ns, name string) cache.ObjectName { return cache.NewObjectName(ns, name) }
 
-// The policy row by row: what the seed's guide says each error deserves.
+// The policy row by row: what each error deserves (docs/reconcile.md's table)
+// and why: a transient error is retried, a permanent one parked.
 func TestPolicyDecisions(t *testing.T) {
 	widgets := schema.GroupResource{Group: "bench.cachetune.dev", Resource: "widgets"}
 	const backoff = 3 * time.Second

@@ -41,7 +41,7 @@ func (l *Loop) record(t trace) {
 		m.errors.WithLabelValues(string(t.class.Reason), string(t.class.Cause), kind(t.class)).Inc()
 	}
 
-	level, msg := l.o.traceLevel, "reconciled"
+	level, msg := slog.Level(-l.o.traceVerbosity), "reconciled" // logr.ToSlogHandler maps V(n) to level -n
 	switch t.outcome {
 	case outcomeRetry:
 		level, msg = slog.LevelWarn, "reconcile failed, will retry"

@@ -39,7 +39,9 @@ func behindProxy(t *testing.T, opts []retry.Option) (*faults.Proxy, string, kube
 	t.Cleanup(func() { p.Close() })
 	cfg := p.Config(srv.Config)
 	if opts != nil {
-		retry.Wrap(cfg, opts...)
+		if err := retry.Wrap(cfg, opts...); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return p, srv.NewNamespace(t), kubernetes.NewForConfigOrDie(cfg)
 }

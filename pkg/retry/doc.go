@@ -2,8 +2,12 @@
 // http.RoundTripper that retries 429, 503 and 504, and time-outs for single
 // API calls in reconcile code.
 //
+// The guide that uses it: docs/errors-and-backoff.md.
+//
 //	cfg := rest.CopyConfig(base)
-//	retry.Wrap(cfg)                      // defaults: 4 attempts, 30 s, backoff 500 ms..8 s
+//	if err := retry.Wrap(cfg); err != nil { // defaults: 4 attempts, 30 s, backoff 500 ms..8 s
+//		return err // an option out of range
+//	}
 //	cs := kubernetes.NewForConfigOrDie(cfg)
 //
 //	err := retry.CallWithTimeout(ctx, 10*time.Second, "get configmap "+key, func(ctx context.Context) error {

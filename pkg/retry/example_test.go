@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cachetune/cachetune/pkg/backoff"
 	"github.com/cachetune/cachetune/pkg/retry"
 )
 
@@ -23,10 +24,14 @@ func ExampleNewTransport() {
 	}))
 	defer s.Close()
 
-	client := &http.Client{Transport: retry.NewTransport(nil,
-		retry.WithBackoff(10*time.Millisecond, 100*time.Millisecond),
+	rt, err := retry.NewTransport(nil,
+		retry.WithBackoff(backoff.Backoff{Initial: 10 * time.Millisecond, Factor: 2, Cap: 100 * time.Millisecond}),
 		retry.WithOnRetry(func(a retry.Attempt) { fmt.Println("retrying after", a.StatusCode) }),
-	)}
+	)
+	if err != nil {
+		panic(err)
+	}
+	client := &http.Client{Transport: rt}
 	resp, err := client.Get(s.URL)
 	if err != nil {
 		panic(err)

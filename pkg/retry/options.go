@@ -1,18 +1,24 @@
 package retry
 
 import (
+	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"time"
+
+	"github.com/cachetune/cachetune/pkg/backoff"
 )
 
-// Option configures a Transport.
+// Option configures a Transport. Options store what they are given; an
+// option out of range is an error from NewTransport (and Wrap), never
+// silently corrected.
 type Option func(*options)
 
 type options struct {
 	maxAttempts int
 	maxElapsed  time.Duration
-	base, cap   time.Duration
+	backoff     backoff.Backoff
 	onRetry     func(Attempt)
 	// jitter picks the wait before a retry from [0, ceiling]; tests replace it.
 	jitter func(ceiling time.Duration) time.Duration
@@ -23,20 +29,37 @@ func defaults() options {
 	return options{
 		maxAttempts: 4,
 		maxElapsed:  30 * time.Second,
-		base:        500 * time.Millisecond,
-		cap:         8 * time.Second,
+		backoff:     backoff.Backoff{Initial: 500 * time.Millisecond, Factor: 2, Cap: 8 * time.Second},
 		jitter:      fullJitter,
 	}
 }
 
+// validate returns the first option out of range.
+func (o *options) validate() error {
+	switch {
+	case o.maxAttempts < 1:
+		return fmt.Errorf("retry: WithMaxAttempts: need at least 1 attempt, got %d", o.maxAttempts)
+	case o.maxElapsed <= 0:
+		return fmt.Errorf("retry: WithMaxElapsed: must be positive, got %s", o.maxElapsed)
+	case o.backoff.Jitter != 0:
+		return errors.New("retry: WithBackoff: Jitter must be 0: each wait is drawn from [0, Step(n)] (full jitter) already")
+	case o.backoff.ResetAfter != 0:
+		return errors.New("retry: WithBackoff: ResetAfter must be 0: every request starts the schedule afresh")
+	}
+	if err := o.backoff.Validate(); err != nil {
+		return fmt.Errorf("retry: WithBackoff: %w", err)
+	}
+	return nil
+}
+
 // WithMaxAttempts caps the number of attempts, the first one included
-// (default 4: one try and three retries). Values below 1 mean 1.
+// (default 4: one try and three retries); at least 1.
 func WithMaxAttempts(n int) Option {
-	return func(o *options) { o.maxAttempts = max(n, 1) }
+	return func(o *options) { o.maxAttempts = n }
 }
 
 // WithMaxElapsed caps the total time spent on one request, waits included
-// (default 30 s). The transport does not start a wait that would end past
+// (default 30 s; must be positive). The transport does not start a wait that would end past
 // it, nor past the request context's deadline: it returns the last response
 // at once instead.
 func WithMaxElapsed(d time.Duration) Option {
@@ -44,10 +67,14 @@ func WithMaxElapsed(d time.Duration) Option {
 }
 
 // WithBackoff sets the exponential backoff: the n-th retry waits a random
-// time between zero and min(ceiling, base·2ⁿ⁻¹) ("full jitter"), or the
-// server's Retry-After if that is longer (defaults 500 ms and 8 s).
-func WithBackoff(base, ceiling time.Duration) Option {
-	return func(o *options) { o.base, o.cap = base, ceiling }
+// time between zero and b.Step(n) = min(Cap, Initial·Factorⁿ⁻¹) ("full
+// jitter"), or the server's Retry-After if that is longer. The default is
+// {Initial: 500 ms, Factor: 2, Cap: 8 s}. Full jitter spreads the clients
+// that one overload turned away over the whole interval, so b.Jitter must be
+// 0; one request's retries never span a quiet period, so b.ResetAfter must
+// be 0 too.
+func WithBackoff(b backoff.Backoff) Option {
+	return func(o *options) { o.backoff = b }
 }
 
 // WithOnRetry calls fn before each wait, for logs and metrics. It runs on the
@@ -75,13 +102,4 @@ func fullJitter(ceiling time.Duration) time.Duration {
 		return 0
 	}
 	return rand.N(ceiling + 1)
-}
-
-// backoffCeiling is min(cap, base·2^(retry-1)) for the retry-th retry.
-func (o *options) backoffCeiling(retry int) time.Duration {
-	d := o.base
-	for i := 1; i < retry && d < o.cap; i++ {
-		d *= 2
-	}
-	return min(d, o.cap)
 }

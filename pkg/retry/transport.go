@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
+	"github.com/cachetune/cachetune/pkg/backoff"
 	"github.com/cachetune/cachetune/pkg/failure"
 )
 
@@ -22,23 +23,44 @@ type Transport struct {
 	o    options
 }
 
-// NewTransport wraps next (http.DefaultTransport when nil).
-func NewTransport(next http.RoundTripper, opts ...Option) *Transport {
+// NewTransport wraps next (http.DefaultTransport when nil). It returns an
+// error naming the first option out of range.
+func NewTransport(next http.RoundTripper, opts ...Option) (*Transport, error) {
+	o, err := build(opts)
+	if err != nil {
+		return nil, err
+	}
 	if next == nil {
 		next = http.DefaultTransport
 	}
+	return &Transport{next: next, o: o}, nil
+}
+
+// build applies opts over the defaults and checks the result.
+func build(opts []Option) (options, error) {
 	o := defaults()
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return &Transport{next: next, o: o}
+	return o, o.validate()
 }
 
 // Wrap installs a Transport in cfg, under the authentication and header
 // layers that client-go adds, so every client built from cfg afterwards
-// retries 429, 503 and 504. It keeps any WrapTransport already set.
-func Wrap(cfg *rest.Config, opts ...Option) {
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return NewTransport(rt, opts...) })
+// retries 429, 503 and 504. It keeps any WrapTransport already set. An
+// option out of range is an error, and cfg is left as it was.
+func Wrap(cfg *rest.Config, opts ...Option) error {
+	o, err := build(opts)
+	if err != nil {
+		return err
+	}
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		if rt == nil {
+			rt = http.DefaultTransport
+		}
+		return &Transport{next: rt, o: o}
+	})
+	return nil
 }
 
 // retriable reports whether the transport handles a response with code.
@@ -78,7 +100,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		now := time.Now()
 		retryAfter, _ := failure.ParseRetryAfter(resp.Header.Get("Retry-After"), now)
-		wait := max(t.o.jitter(t.o.backoffCeiling(attempt)), retryAfter)
+		wait := max(t.o.jitter(t.o.backoff.Step(attempt)), retryAfter)
 		if attempt >= t.o.maxAttempts || now.Add(wait).Sub(start) > t.o.maxElapsed || pastDeadline(ctx, now.Add(wait)) {
 			handOver(resp, now)
 			return resp, nil
@@ -93,7 +115,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return resp, nil
 		}
 		drain(resp)
-		if err := sleep(ctx, wait); err != nil {
+		if err := backoff.Sleep(ctx, wait); err != nil {
 			return nil, err
 		}
 		req = next
@@ -135,18 +157,4 @@ func rewind(req *http.Request) (*http.Request, error) {
 func drain(resp *http.Response) {
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 	_ = resp.Body.Close()
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

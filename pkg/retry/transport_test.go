@@ -14,11 +14,24 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/client-go/rest"
 
 	"github.com/cachetune/cachetune/internal/leakcheck"
+	"github.com/cachetune/cachetune/pkg/backoff"
 	"github.com/cachetune/cachetune/pkg/failure"
 	"github.com/cachetune/cachetune/pkg/retry"
 )
+
+// newTransport is retry.NewTransport over http.DefaultTransport, failing
+// the test on an option out of range.
+func newTransport(t *testing.T, opts ...retry.Option) *retry.Transport {
+	t.Helper()
+	rt, err := retry.NewTransport(nil, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rt
+}
 
 // step is one scripted answer.
 type step struct {
@@ -67,7 +80,7 @@ func (s *scripted) attempts() int {
 }
 
 // fast keeps backoff short so that tests measure the logic, not the clock.
-var fast = retry.WithBackoff(time.Millisecond, 5*time.Millisecond)
+var fast = retry.WithBackoff(backoff.Backoff{Initial: time.Millisecond, Factor: 2, Cap: 5 * time.Millisecond})
 
 func do(t *testing.T, rt http.RoundTripper, req *http.Request) *http.Response {
 	t.Helper()
@@ -101,7 +114,7 @@ func TestStatusCodes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.code), func(t *testing.T) {
 			s := newScripted(t, step{code: tt.code}, step{code: 200})
-			resp := do(t, retry.NewTransport(nil, fast), get(t, s.URL))
+			resp := do(t, newTransport(t, fast), get(t, s.URL))
 			if s.attempts() != tt.attempts {
 				t.Errorf("%d attempts, want %d", s.attempts(), tt.attempts)
 			}
@@ -120,7 +133,7 @@ func TestRetryAfterSeconds(t *testing.T) {
 	leakcheck.Check(t)
 	s := newScripted(t, step{code: 429, retryAfter: "1"}, step{code: 200})
 	start := time.Now()
-	resp := do(t, retry.NewTransport(nil, fast), get(t, s.URL))
+	resp := do(t, newTransport(t, fast), get(t, s.URL))
 	if took := time.Since(start); resp.StatusCode != 200 || took < time.Second || took > 2*time.Second {
 		t.Errorf("status %d after %s, want 200 after Retry-After's 1s", resp.StatusCode, took)
 	}
@@ -133,7 +146,7 @@ func TestRetryAfterDate(t *testing.T) {
 	date := time.Now().Add(2 * time.Second).UTC().Format(http.TimeFormat)
 	s := newScripted(t, step{code: 503, retryAfter: date}, step{code: 200})
 	start := time.Now()
-	resp := do(t, retry.NewTransport(nil, fast), get(t, s.URL))
+	resp := do(t, newTransport(t, fast), get(t, s.URL))
 	if took := time.Since(start); resp.StatusCode != 200 || took < time.Second || took > 3*time.Second {
 		t.Errorf("status %d after %s, want 200 after the date in Retry-After (1-2s)", resp.StatusCode, took)
 	}
@@ -146,7 +159,7 @@ func TestReplayableBodies(t *testing.T) {
 		t.Run(method, func(t *testing.T) {
 			s := newScripted(t, step{code: 429}, step{code: 503}, step{code: 200})
 			req, _ := http.NewRequest(method, s.URL, strings.NewReader(body)) // sets GetBody
-			resp := do(t, retry.NewTransport(nil, fast), req)
+			resp := do(t, newTransport(t, fast), req)
 			if resp.StatusCode != 200 {
 				t.Fatalf("status %d, want 200", resp.StatusCode)
 			}
@@ -161,7 +174,7 @@ func TestNonReplayableBodyIsNotRetried(t *testing.T) {
 	leakcheck.Check(t)
 	s := newScripted(t, step{code: 429, retryAfter: "1"}, step{code: 200})
 	req, _ := http.NewRequest(http.MethodPost, s.URL, io.NopCloser(strings.NewReader("once"))) // no GetBody
-	resp := do(t, retry.NewTransport(nil, fast), req)
+	resp := do(t, newTransport(t, fast), req)
 	if s.attempts() != 1 || resp.StatusCode != 429 {
 		t.Errorf("%d attempts, status %d: want the single 429 back", s.attempts(), resp.StatusCode)
 	}
@@ -176,7 +189,7 @@ func TestWatchIsNotRetried(t *testing.T) {
 	leakcheck.Check(t)
 	for _, path := range []string{"/api/v1/pods?watch=true", "/api/v1/pods?watch=1&sendInitialEvents=true", "/api/v1/watch/pods"} {
 		s := newScripted(t, step{code: 429}, step{code: 200})
-		resp := do(t, retry.NewTransport(nil, fast), get(t, s.URL+path))
+		resp := do(t, newTransport(t, fast), get(t, s.URL+path))
 		if s.attempts() != 1 || resp.StatusCode != 429 {
 			t.Errorf("%s: %d attempts, status %d, want one 429", path, s.attempts(), resp.StatusCode)
 		}
@@ -187,7 +200,7 @@ func TestMaxAttempts(t *testing.T) {
 	leakcheck.Check(t)
 	s := newScripted(t, step{code: 503, retryAfter: "0"})
 	var seen []retry.Attempt
-	rt := retry.NewTransport(nil, fast, retry.WithMaxAttempts(3), retry.WithOnRetry(func(a retry.Attempt) { seen = append(seen, a) }))
+	rt := newTransport(t, fast, retry.WithMaxAttempts(3), retry.WithOnRetry(func(a retry.Attempt) { seen = append(seen, a) }))
 	resp := do(t, rt, get(t, s.URL))
 	if s.attempts() != 3 || resp.StatusCode != 503 {
 		t.Errorf("%d attempts, status %d, want 3 and the last 503", s.attempts(), resp.StatusCode)
@@ -204,7 +217,7 @@ func TestGivingUpHandsRetryAfterOverAsDate(t *testing.T) {
 	leakcheck.Check(t)
 	s := newScripted(t, step{code: 429, retryAfter: "7"})
 	before := time.Now()
-	resp := do(t, retry.NewTransport(nil, fast, retry.WithMaxAttempts(1)), get(t, s.URL))
+	resp := do(t, newTransport(t, fast, retry.WithMaxAttempts(1)), get(t, s.URL))
 	got, err := http.ParseTime(resp.Header.Get("Retry-After"))
 	if err != nil {
 		t.Fatalf("Retry-After %q is no HTTP-date: %v", resp.Header.Get("Retry-After"), err)
@@ -220,7 +233,7 @@ func TestGivingUpHandsRetryAfterOverAsDate(t *testing.T) {
 func TestMaxElapsed(t *testing.T) {
 	leakcheck.Check(t)
 	s := newScripted(t, step{code: 504})
-	rt := retry.NewTransport(nil, retry.WithBackoff(100*time.Millisecond, 100*time.Millisecond), retry.WithMaxAttempts(100), retry.WithMaxElapsed(350*time.Millisecond))
+	rt := newTransport(t, retry.WithBackoff(backoff.Backoff{Initial: 100 * time.Millisecond, Factor: 2, Cap: 100 * time.Millisecond}), retry.WithMaxAttempts(100), retry.WithMaxElapsed(350*time.Millisecond))
 	start := time.Now()
 	resp := do(t, rt, get(t, s.URL))
 	if took := time.Since(start); resp.StatusCode != 504 || took > 500*time.Millisecond {
@@ -235,7 +248,7 @@ func TestRetryAfterBeyondCapsGivesUpAtOnce(t *testing.T) {
 	leakcheck.Check(t)
 	s := newScripted(t, step{code: 429, retryAfter: "60"})
 	start := time.Now()
-	resp := do(t, retry.NewTransport(nil, fast, retry.WithMaxElapsed(10*time.Second)), get(t, s.URL))
+	resp := do(t, newTransport(t, fast, retry.WithMaxElapsed(10*time.Second)), get(t, s.URL))
 	if took := time.Since(start); s.attempts() != 1 || resp.StatusCode != 429 || took > time.Second {
 		t.Errorf("%d attempts, status %d after %s: want the 429 at once", s.attempts(), resp.StatusCode, took)
 	}
@@ -245,7 +258,7 @@ func TestRetryAfterBeyondCapsGivesUpAtOnce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	start = time.Now()
-	do(t, retry.NewTransport(nil, fast), get(t, s.URL).WithContext(ctx))
+	do(t, newTransport(t, fast), get(t, s.URL).WithContext(ctx))
 	if took := time.Since(start); s.attempts() != 1 || took > time.Second {
 		t.Errorf("%d attempts after %s, want the 429 at once: the deadline is before Retry-After", s.attempts(), took)
 	}
@@ -257,7 +270,7 @@ func TestCancellationStopsWaiting(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(200*time.Millisecond, cancel)
 	start := time.Now()
-	resp, err := retry.NewTransport(nil, fast, retry.WithMaxElapsed(time.Minute)).RoundTrip(get(t, s.URL).WithContext(ctx))
+	resp, err := newTransport(t, fast, retry.WithMaxElapsed(time.Minute)).RoundTrip(get(t, s.URL).WithContext(ctx))
 	took := time.Since(start)
 	if resp != nil {
 		resp.Body.Close()
@@ -275,7 +288,7 @@ func TestBackoffGrows(t *testing.T) {
 	// Waits with full jitter stay under min(cap, base·2ⁿ⁻¹).
 	s := newScripted(t, step{code: 503})
 	var waits []time.Duration
-	rt := retry.NewTransport(nil, retry.WithBackoff(10*time.Millisecond, 40*time.Millisecond), retry.WithMaxAttempts(6),
+	rt := newTransport(t, retry.WithBackoff(backoff.Backoff{Initial: 10 * time.Millisecond, Factor: 2, Cap: 40 * time.Millisecond}), retry.WithMaxAttempts(6),
 		retry.WithOnRetry(func(a retry.Attempt) { waits = append(waits, a.Wait) }))
 	do(t, rt, get(t, s.URL))
 	ceilings := []time.Duration{10, 20, 40, 40, 40}
@@ -295,8 +308,38 @@ func TestBodyOfReplayedRequestIsFresh(t *testing.T) {
 	s := newScripted(t, step{code: 429}, step{code: 200})
 	req, _ := http.NewRequest(http.MethodPut, s.URL, bytes.NewReader([]byte("x")))
 	req.GetBody = func() (io.ReadCloser, error) { return nil, errors.New("gone") }
-	resp := do(t, retry.NewTransport(nil, fast), req)
+	resp := do(t, newTransport(t, fast), req)
 	if resp.StatusCode != 429 || s.attempts() != 1 {
 		t.Errorf("status %d after %d attempts, want the 429 once", resp.StatusCode, s.attempts())
+	}
+}
+
+// Options out of range are an error from NewTransport and Wrap, never
+// corrected silently.
+func TestInvalidOptions(t *testing.T) {
+	cases := []struct {
+		name string
+		opt  retry.Option
+		want string
+	}{
+		{"no attempts", retry.WithMaxAttempts(0), "WithMaxAttempts"},
+		{"no time", retry.WithMaxElapsed(0), "WithMaxElapsed"},
+		{"backoff without delay", retry.WithBackoff(backoff.Backoff{Factor: 2, Cap: time.Second}), "Initial must be positive"},
+		{"backoff with jitter", retry.WithBackoff(backoff.Default()), "Jitter must be 0"},
+		{"backoff with reset", retry.WithBackoff(backoff.Backoff{Initial: time.Second, Factor: 2, Cap: time.Second, ResetAfter: time.Minute}), "ResetAfter must be 0"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := retry.NewTransport(nil, c.opt); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("NewTransport: err = %v, want one containing %q", err, c.want)
+			}
+			cfg := &rest.Config{Host: "https://example.invalid"}
+			if err := retry.Wrap(cfg, c.opt); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("Wrap: err = %v, want one containing %q", err, c.want)
+			}
+			if cfg.WrapTransport != nil {
+				t.Error("Wrap changed the config although an option was invalid")
+			}
+		})
 	}
 }

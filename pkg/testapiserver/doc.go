@@ -4,6 +4,8 @@
 // nested module tools/kubeapiserver, so the library module itself never imports
 // k8s.io/kubernetes.
 //
+// The guide that uses it: README.md, "A local kube-apiserver".
+//
 // One server per test binary is the intended use; give each test its own namespace:
 //
 //	var srv *testapiserver.Server

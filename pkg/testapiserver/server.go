@@ -149,14 +149,14 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	case err := <-exited:
 		exited <- err
 		tail := logTail(logPath, 30)
-		s.Stop()
+		_ = s.Stop() // start-up failed: its error is the one returned
 		return nil, fmt.Errorf("kube-apiserver exited during start-up (%v); last log lines:\n%s", err, tail)
 	case <-timer.C:
 		tail := logTail(logPath, 30)
-		s.Stop()
+		_ = s.Stop() // start-up failed: its error is the one returned
 		return nil, fmt.Errorf("kube-apiserver not ready after %s; last log lines:\n%s", opts.StartTimeout, tail)
 	case <-ctx.Done():
-		s.Stop()
+		_ = s.Stop() // start-up failed: its error is the one returned
 		return nil, ctx.Err()
 	}
 	s.StartupTime = time.Since(start)
@@ -166,7 +166,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		s.RestrictedConfig, err = configFor(r.Kubeconfig, RestrictedUser, opts)
 	}
 	if err != nil {
-		s.Stop()
+		_ = s.Stop() // start-up failed: its error is the one returned
 		return nil, err
 	}
 	if opts.Progress != nil {

@@ -1,0 +1,76 @@
+package leanstore_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/cachetune/cachetune/internal/leakcheck"
+	"github.com/cachetune/cachetune/pkg/leanstore"
+)
+
+// An invalid option is an error, never clamped: the factory's informers do not
+// list (so they cannot sync with settings they were not given), and Check and
+// Status name the option.
+func TestInvalidOptionIsAnError(t *testing.T) {
+	leakcheck.Check(t)
+	ctx := testContext(t, time.Minute)
+	ns := srv.NewNamespace(t)
+	cfg, requests := counted(srv.Config, "pods")
+	f := leanstore.NewSharedInformerFactory(kubernetes.NewForConfigOrDie(cfg), 0,
+		leanstore.WithNamespace(ns), leanstore.WithPageSize(-5))
+	inf := f.Core().V1().Pods().Informer()
+	runCtx, stop := context.WithCancel(ctx)
+	f.Start(runCtx.Done())
+	waitCtx, cancelWait := context.WithTimeout(ctx, 2*time.Second)
+	synced := f.WaitForCacheSync(waitCtx.Done())
+	cancelWait()
+	stop()
+	f.Shutdown()
+
+	for typ, ok := range synced {
+		if ok {
+			t.Errorf("%v synced with an invalid page size", typ)
+		}
+	}
+	if inf.HasSynced() {
+		t.Error("the informer synced with an invalid page size")
+	}
+	if n := requests.count(reqList) + requests.count(reqWatch) + requests.count(reqStreamingList); n != 0 {
+		t.Errorf("%d requests sent with an invalid page size, want none", n)
+	}
+	err := f.Check(ctx)
+	if err == nil || !strings.Contains(err.Error(), "WithPageSize") {
+		t.Errorf("Check() = %v, want the WithPageSize error", err)
+	}
+	if st := leanstore.Unwrap(inf).Status(); !strings.Contains(st.LastError, "WithPageSize") {
+		t.Errorf("Status().LastError = %q, want the WithPageSize error", st.LastError)
+	}
+
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	rc := kubernetes.NewForConfigOrDie(srv.Config).CoreV1().RESTClient()
+	if _, err := leanstore.NewRESTInformer(rc, gvr, true, &corev1.Pod{}, 0, nil, leanstore.WithPageSize(-5)); err == nil || !strings.Contains(err.Error(), "WithPageSize") {
+		t.Errorf("NewRESTInformer with WithPageSize(-5): err = %v, want the WithPageSize error", err)
+	}
+}
+
+// A metrics registration that fails (two factories of one name on one
+// registry) is the second factory's error, not a log line.
+func TestMetricsRegistrationFailureIsAnError(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	cs := kubernetes.NewForConfigOrDie(srv.Config)
+	first := leanstore.NewSharedInformerFactory(cs, 0, leanstore.WithMetrics(reg))
+	if err := first.Check(context.Background()); err != nil {
+		t.Fatalf("first factory: Check() = %v", err)
+	}
+	second := leanstore.NewSharedInformerFactory(cs, 0, leanstore.WithMetrics(reg))
+	if err := second.Check(context.Background()); err == nil || !strings.Contains(err.Error(), "WithMetrics") {
+		t.Errorf("second factory on the same registry: Check() = %v, want the WithMetrics error", err)
+	}
+}
