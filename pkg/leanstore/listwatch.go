@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/cachetune/cachetune/pkg/failure"
 )
 
 // listWatch is the cache.ListerWatcher behind every leanstore informer. Its work
@@ -113,7 +115,8 @@ func (lw *listWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptio
 		lw.health.tracker.logger.Info("a re-list's differences were cut short: listing again")
 		return nil, reportedError{apierrors.NewResourceExpired("a re-list inside the watch was cut short; listing again")}
 	}
-	if lw.health.watchBroken.Swap(false) && !sleep(ctx, lw.health.backoff.delay()) {
+	if lw.health.watchBroken.Swap(false) &&
+		!lw.health.waitOrHealed(ctx, failedAttempt{Reason: failure.WatchFailed}, lw.health.backoff.delay(), lw.probeWatch(opts)) {
 		return nil, ctx.Err()
 	}
 	if lw.health.stalls.Load() >= maxStalls {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -46,8 +47,42 @@ func (lw *listWatch) startWatch(ctx context.Context, opts metav1.ListOptions) (w
 			lw.health.report(ctx, start, err, 0)
 			return nil, reportedError{err}
 		}
-		if !lw.health.failed(ctx, start, err, nil) {
+		if !lw.health.failed(ctx, start, err, lw.probeWatch(opts)) {
 			return nil, ctx.Err()
+		}
+	}
+}
+
+// probeWatch returns a probe (see waitOrHealed) for a watch from
+// opts.ResourceVersion that failed to start or broke: it opens the same watch
+// and calls it working when its first frame is a good event, or when nothing
+// breaks it for probeSettle. The probe's watch is then stopped, and the real
+// one opened from the same resourceVersion.
+func (lw *listWatch) probeWatch(opts metav1.ListOptions) func(context.Context) error {
+	return func(ctx context.Context) error {
+		var broke atomic.Pointer[error]
+		pw, _, err := lw.openWatch(ctx, lw.opts.listOptions(opts), func(err error) { broke.Store(&err) })
+		if err != nil {
+			return err
+		}
+		defer pw.Stop()
+		t := time.NewTimer(probeSettle)
+		defer t.Stop()
+		select {
+		case ev, ok := <-pw.ResultChan():
+			switch {
+			case !ok && broke.Load() != nil:
+				return *broke.Load()
+			case !ok:
+				return errors.New("the probe watch closed before its first event")
+			case ev.Type == watch.Error:
+				return apierrors.FromObject(ev.Object)
+			}
+			return nil
+		case <-t.C:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
 }
@@ -167,7 +202,17 @@ func (w *leanWatch) run(ctx context.Context) {
 		}
 		{
 			if !ok {
-				return
+				// A stream that broke (cut, undecodable) is resumed inside this
+				// watch; one that ended cleanly (the server's time-out) ends it,
+				// and the reflector watches again from its last resourceVersion.
+				if !h.watchBroken.Swap(false) || ctx.Err() != nil || !w.resume(ctx) {
+					return
+				}
+				events, started = 0, time.Now()
+				if timer != nil {
+					timer.Reset(idleTimeout)
+				}
+				continue
 			}
 			if timer != nil {
 				timer.Reset(idleTimeout)
@@ -217,7 +262,17 @@ func (w *leanWatch) run(ctx context.Context) {
 					}
 					continue
 				}
+				// Any other ERROR event ends the stream (client-go's stream
+				// watcher stops after it): resume inside this watch.
 				h.report(ctx, failedAttempt{Reason: failure.WatchError}, err, 0)
+				if !w.resume(ctx) {
+					return
+				}
+				events, started = 0, time.Now()
+				if timer != nil {
+					timer.Reset(idleTimeout)
+				}
+				continue
 			}
 			if ev.Type != watch.Error {
 				if events++; events == 1 {
@@ -291,6 +346,41 @@ func (w *leanWatch) waitExpiry(ctx context.Context, f failedAttempt, d time.Dura
 		return false, false
 	}
 	return healed, true
+}
+
+// resume replaces a broken inner watch with a new one from the
+// resourceVersion the reflector last got, after the backoff (probed, see
+// probeWatch), without ending the watch the reflector holds: client-go's
+// reflector treats a watch that ends within a second without an event as an
+// error and lists everything again after its own backoff, which leanstore
+// cannot shorten. A resourceVersion that expired meanwhile lists inside the
+// watch (relist). False means the watch ends: it was stopped.
+func (w *leanWatch) resume(ctx context.Context) bool {
+	w.inner.Stop()
+	lw, h := w.lw, w.lw.health
+	opts := w.opts
+	opts.ResourceVersion = w.rv
+	if !h.waitOrHealed(ctx, failedAttempt{Reason: failure.WatchFailed}, h.backoff.delay(), lw.probeWatch(opts)) {
+		return false
+	}
+	for {
+		inner, d, err := lw.openWatch(ctx, lw.opts.listOptions(opts), lw.watchStreamBroke(ctx))
+		if err == nil {
+			w.inner, w.final = inner, d != nil
+			h.tracker.watchStarted()
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		if isExpired(err) {
+			h.report(ctx, failedAttempt{Reason: failure.WatchStartFailed}, err, 0)
+			return w.relist(ctx)
+		}
+		if !h.failed(ctx, failedAttempt{Reason: failure.WatchStartFailed}, err, lw.probeWatch(opts)) {
+			return false
+		}
+	}
 }
 
 // probeSettle is how long a probe watch must stay open without expiring to
