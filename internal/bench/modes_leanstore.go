@@ -23,6 +23,15 @@ func init() {
 	RegisterBothListPaths(Mode{Name: "leanstore/typed-lean", Title: "leanstore typed, strip managedFields and last-applied, share equal parts",
 		Supports: BuiltinOnly, Start: startLeanTyped(leanstore.WithStripLastApplied(), leanstore.WithSharing(true)),
 		Dynamic: startLeanDynamic(leanstore.WithStripLastApplied(), leanstore.WithSharing(true))})
+	// What the safe defaults cost and buy, beside the mode they change:
+	// interning off (it is on by default), and the heap bound off (on by
+	// default where the process has no GC policy of its own).
+	RegisterBothListPaths(Mode{Name: "leanstore/typed-strip-mf-la-nointern", Title: "leanstore typed, strip managedFields and last-applied, no interning",
+		Supports: BuiltinOnly, Start: startLeanTyped(leanstore.WithStripLastApplied(), leanstore.WithInterning(false)),
+		Dynamic: startLeanDynamic(leanstore.WithStripLastApplied(), leanstore.WithInterning(false)), Extra: true})
+	RegisterBothListPaths(Mode{Name: "leanstore/typed-strip-mf-la-nobound", Title: "leanstore typed, strip managedFields and last-applied, no heap bound",
+		Supports: BuiltinOnly, Start: startLeanTyped(leanstore.WithStripLastApplied(), leanstore.WithHeapBound(0)),
+		Dynamic: startLeanDynamic(leanstore.WithStripLastApplied(), leanstore.WithHeapBound(0)), Extra: true})
 	RegisterBothListPaths(Mode{Name: "leanstore/metadata-strip-mf", Title: "leanstore metadata-only, strip managedFields",
 		Start: startLeanMetadata(), Extra: true})
 	RegisterBothListPaths(Mode{Name: "leanstore/metadata-strip-mf-la", Title: "leanstore metadata-only, strip managedFields and last-applied",
