@@ -20,6 +20,9 @@ type Census struct {
 	EstimatedBytes int64   `json:"estimatedBytes"`
 	BytesPerObject float64 `json:"bytesPerObject"`
 	Sampled        int     `json:"sampled"`
+	// Shard says whose share of the objects these are (WithShard); nil
+	// without sharding.
+	Shard *ShardCensus `json:"shard,omitempty"`
 }
 
 // censusSample is how many objects a census sizes. Sizing walks each object with
@@ -35,6 +38,9 @@ const storeOverhead = 96
 func (i *Informer) Census() Census {
 	c := censusOf(i.GetIndexer())
 	c.Informer, c.Resource = i.name, i.resource.String()
+	if i.lw != nil {
+		c.Shard = i.lw.shard.census()
+	}
 	return c
 }
 

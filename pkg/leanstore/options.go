@@ -95,6 +95,8 @@ type options struct {
 	degradedAfter int
 	name          string
 	heapBound     float64
+	// shard is WithShard's membership and key (shard.go); nil keeps every object.
+	shard *shardConfig
 }
 
 func defaultOptions() options {

@@ -109,6 +109,9 @@ type leanWatch struct {
 	cancel context.CancelFunc
 	once   sync.Once
 	done   chan struct{}
+	// skips are the events of other shards dropped since the reflector was
+	// last advanced (WithShard, shard_watch.go).
+	skips shardSkips
 }
 
 func newLeanWatch(ctx context.Context, lw *listWatch, inner watch.Interface, final bool, opts metav1.ListOptions) *leanWatch {
@@ -145,6 +148,10 @@ func (w *leanWatch) run(ctx context.Context) {
 		defer timer.Stop()
 		idle = timer.C
 	}
+	defer w.skips.stop()
+	// ringChanged is closed when the shard ring changes (WithShard): the
+	// watch then lists again inside itself (see rebalance).
+	ringChanged := w.lw.shard.changed()
 	events, started := 0, time.Now()
 	for {
 		select {
@@ -155,12 +162,32 @@ func (w *leanWatch) run(ctx context.Context) {
 		case <-idle:
 			h.watchStalled(ctx, idleTimeout, events)
 			return // the reflector sees the channel close and watches again from its last resourceVersion
+		case <-w.skips.due:
+			if !w.flushSkipped(ctx) {
+				return
+			}
+		case <-ringChanged:
+			if !w.rebalance(ctx) {
+				return
+			}
+			ringChanged = w.lw.shard.changed()
 		case ev, ok := <-w.inner.ResultChan():
 			if !ok {
 				return
 			}
 			if timer != nil {
 				timer.Reset(idleTimeout)
+			}
+			// An event of another shard is dropped; the bookmarks that stand
+			// for dropped events keep the reflector's resourceVersion current.
+			if ev = w.filter(ev); ev.Type == eventSkipped {
+				if events++; events == 1 {
+					h.delivered()
+				}
+				if !w.skipped(ctx, ev) {
+					return
+				}
+				continue
 			}
 			switch ev.Type {
 			case watch.Added, watch.Modified, watch.Deleted:
@@ -221,6 +248,7 @@ func (w *leanWatch) send(ctx context.Context, ev watch.Event) bool {
 	select {
 	case w.out <- ev:
 		w.lw.view.handed(ev)
+		w.skips.pending = "" // any event advances the reflector past the dropped ones
 		return true
 	case <-w.stop:
 		return false
@@ -262,6 +290,7 @@ func (w *leanWatch) relist(ctx context.Context) bool {
 		w.lw.dropPending()
 		return false
 	}
+	w.lw.shard.took() // the reflector has this shard's objects of the list's ring (WithShard)
 	if p := w.lw.takePending(res.rv); p != nil {
 		w.inner, w.final = p.w, p.lean
 	} else {
