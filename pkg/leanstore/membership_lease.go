@@ -115,8 +115,12 @@ func (c *LeaseConfig) leaseName() string { return c.Group + "-" + c.Identity }
 // take its objects. When the membership stops, it deletes its Lease, and the
 // others take its objects at once.
 //
-// The identity needs RBAC: get, create, update and delete on its Lease, and
-// list and watch on Leases in the namespace.
+// A replica deletes the Leases it has seen expire (unless they were renewed
+// in between), so that the Lease of a killed replica does not make replicas
+// that start later wait out its duration.
+//
+// The identity needs RBAC on Leases in the namespace: get, create, update,
+// delete, list and watch.
 func NewLeaseMembership(client kubernetes.Interface, cfg LeaseConfig) (*Membership, error) {
 	if client == nil {
 		return nil, errors.New("leanstore: lease membership: no client")
@@ -126,7 +130,7 @@ func NewLeaseMembership(client kubernetes.Interface, cfg LeaseConfig) (*Membersh
 	}
 	m := &Membership{self: cfg.Identity, kind: "leases", logger: cfg.Logger.WithValues("shardGroup", cfg.Group), done: make(chan struct{})}
 	m.cur.Store(&ringState{self: -1, changed: make(chan struct{})})
-	m.leases = &leaseMembership{m: m, client: client, cfg: cfg, seen: map[string]observedLease{}, wake: make(chan struct{}, 1)}
+	m.leases = &leaseMembership{m: m, client: client, cfg: cfg, seen: map[string]observedLease{}, collected: map[string]string{}, wake: make(chan struct{}, 1)}
 	return m, nil
 }
 
@@ -140,7 +144,10 @@ type leaseMembership struct {
 	mu sync.Mutex
 	// seen is every Lease of the group by name, with when this process saw
 	// it change.
-	seen      map[string]observedLease
+	seen map[string]observedLease
+	// collected is the resourceVersion at which each expired Lease was last
+	// handed to collect, so that it is deleted once.
+	collected map[string]string
 	mine      *coordinationv1.Lease // our Lease as last written
 	lastRenew time.Time
 	lastErr   string
@@ -192,7 +199,8 @@ func (l *leaseMembership) run(ctx context.Context) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		next := l.rebuild(time.Now())
+		next, expired := l.rebuild(time.Now())
+		l.collect(ctx, expired)
 		timer.Reset(time.Until(next))
 		select {
 		case <-ctx.Done():
@@ -230,6 +238,7 @@ func (l *leaseMembership) informer() cache.SharedIndexInformer {
 			if ls, ok := obj.(*coordinationv1.Lease); ok {
 				l.mu.Lock()
 				delete(l.seen, ls.Name)
+				delete(l.collected, ls.Name)
 				l.mu.Unlock()
 				l.poke()
 			}
@@ -272,32 +281,69 @@ func (l *leaseMembership) failed(err error) {
 }
 
 // rebuild publishes the ring of the live Leases at now, and returns when the
-// next one expires.
-func (l *leaseMembership) rebuild(now time.Time) time.Time {
+// next one expires and the Leases this replica has seen expire since the last
+// rebuild, for collect.
+func (l *leaseMembership) rebuild(now time.Time) (time.Time, []expiredLease) {
 	l.mu.Lock()
 	next := now.Add(time.Hour)
 	if !l.synced || l.lastRenew.IsZero() {
 		l.mu.Unlock()
-		return next // not ready: our Lease or the others' are not known yet
+		return next, nil // not ready: our Lease or the others' are not known yet
 	}
 	mine := l.cfg.leaseName()
+	self := now.Before(l.lastRenew.Add(l.cfg.RenewDeadline))
 	var members []string
+	var expired []expiredLease
 	for name, o := range l.seen {
-		if name == mine || o.holder == "" || o.holder == l.cfg.Identity {
+		if name == mine || o.holder == l.cfg.Identity {
 			continue
 		}
 		if until := o.observed.Add(o.duration); now.Before(until) {
-			members = append(members, o.holder)
+			if o.holder != "" {
+				members = append(members, o.holder)
+			}
 			next = earliest(next, until)
+		} else if self && l.collected[name] != o.rv {
+			// Only a replica that renews its own Lease judges the others': one
+			// cut off from the server sees every Lease expire.
+			l.collected[name] = o.rv
+			expired = append(expired, expiredLease{name: name, rv: o.rv})
 		}
 	}
-	if until := l.lastRenew.Add(l.cfg.RenewDeadline); now.Before(until) {
+	if self {
 		members = append(members, l.cfg.Identity)
-		next = earliest(next, until)
+		next = earliest(next, l.lastRenew.Add(l.cfg.RenewDeadline))
 	}
 	l.mu.Unlock()
 	l.m.publish(members)
-	return next
+	return next, expired
+}
+
+// expiredLease is a Lease of the group that expired at resourceVersion rv.
+type expiredLease struct{ name, rv string }
+
+// collect deletes Leases that expired, each only if it has not been renewed
+// since (a precondition on its resourceVersion): a replica killed without
+// releasing its Lease leaves it behind, and a replica that starts later would
+// otherwise count it as live for a whole Lease duration (it trusts no clock but
+// its own, so it cannot tell an old Lease from a fresh one) and the Leases of
+// dead replicas would pile up in the namespace.
+func (l *leaseMembership) collect(ctx context.Context, expired []expiredLease) {
+	leases := l.client.CoordinationV1().Leases(l.cfg.Namespace)
+	for _, e := range expired {
+		dctx, cancel := context.WithTimeout(ctx, l.cfg.RetryPeriod)
+		rv := e.rv
+		err := leases.Delete(dctx, e.name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rv}})
+		cancel()
+		switch {
+		case err == nil:
+			l.m.logger.Info("deleted an expired shard Lease", "lease", l.cfg.Namespace+"/"+e.name)
+		case apierrors.IsNotFound(err) || apierrors.IsConflict(err) || ctx.Err() != nil:
+			// Gone already, or renewed since: nothing to do.
+		default:
+			l.m.logger.V(2).Info("could not delete an expired shard Lease", "lease", l.cfg.Namespace+"/"+e.name, "err", err)
+		}
+	}
 }
 
 func earliest(a, b time.Time) time.Time {

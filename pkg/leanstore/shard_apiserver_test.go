@@ -382,6 +382,12 @@ func TestShardLeaseRebalance(t *testing.T) {
 		t.Logf("%s: ring changed %s after c died, re-listed in %.2fs", r.name, changed.Sub(killed).Round(time.Millisecond), s.LastRebalanceSeconds)
 	}
 	t.Logf("a and b hold %v after c was killed", heldCounts([]*replica{a, b}))
+	// The survivors delete the Lease c left behind, so that a replica that
+	// starts later does not count c as live for a Lease duration.
+	waitFor(t, ctx, "c's expired Lease to be deleted", func() bool {
+		_, err := srv.Clientset().CoordinationV1().Leases(ns).Get(ctx, "ctl-c", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
 	added := 0
 	for _, r := range []*replica{a, b} {
 		ad, up, de := r.told.counts()
