@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/cachetune/cachetune/internal/leakcheck"
 	"github.com/cachetune/cachetune/pkg/dataset"
 	"github.com/cachetune/cachetune/pkg/leanstore"
@@ -40,6 +42,7 @@ type replica struct {
 	factory shardedFactory
 	inf     cache.SharedIndexInformer
 	told    *toldState
+	metrics *prometheus.Registry
 	stop    context.CancelFunc
 	stopped bool
 }
@@ -115,8 +118,9 @@ func storeOf(inf cache.SharedIndexInformer) map[string]string {
 // must split objects the same way).
 func startReplica(t *testing.T, ctx context.Context, name, ns string, m *leanstore.Membership, metadataOnly bool) *replica {
 	t.Helper()
-	opts := []leanstore.Option{leanstore.WithNamespace(ns), leanstore.WithShard(m, leanstore.ShardByObject), leanstore.WithName(name)}
-	r := &replica{name: name, told: &toldState{objs: map[string]string{}}}
+	r := &replica{name: name, told: &toldState{objs: map[string]string{}}, metrics: prometheus.NewPedanticRegistry()}
+	opts := []leanstore.Option{leanstore.WithNamespace(ns), leanstore.WithShard(m, leanstore.ShardByObject), leanstore.WithName(name),
+		leanstore.WithMetrics(r.metrics)}
 	if metadataOnly {
 		f := leanstore.NewMetadataSharedInformerFactory(metadata.NewForConfigOrDie(srv.Config), 0, opts...)
 		r.factory, r.inf = f, f.ForResource(dataset.PodsGVR).Informer()
@@ -293,6 +297,16 @@ func TestShardStaticSplitsPods(t *testing.T) {
 		if err := r.factory.Check(ctx); err != nil {
 			t.Errorf("%s: readiness: %v", r.name, err)
 		}
+		held := float64(len(r.inf.GetStore().ListKeys()))
+		for name, want := range map[string]float64{
+			"cachetune_leanstore_shard_objects":     held,
+			"cachetune_leanstore_shard_members":     3,
+			"cachetune_leanstore_shard_rebalancing": 0,
+		} {
+			if got, ok := gauge(t, r.metrics, name, s.Self); !ok || got != want {
+				t.Errorf("%s: %s{shard=%q} = %v (found %v), want %v", r.name, name, s.Self, got, ok, want)
+			}
+		}
 	}
 
 	// Writes reach only the owner; the others skip them.
@@ -320,6 +334,28 @@ const loadSlack = 10 * time.Second
 // after a change: a re-list inside the watch takes seconds under -race on a
 // loaded machine, and several may run one after the other.
 const convergeTimeout = 2 * time.Minute
+
+// gauge returns the value of the metric name whose shard label is shard.
+func gauge(t *testing.T, reg *prometheus.Registry, name, shard string) (float64, bool) {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "shard" && l.GetValue() == shard {
+					return m.GetGauge().GetValue(), true
+				}
+			}
+		}
+	}
+	return 0, false
+}
 
 // leaseConfig is a Lease membership with timings short enough for a test.
 func leaseConfig(ns, identity string) leanstore.LeaseConfig {
