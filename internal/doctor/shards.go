@@ -69,7 +69,7 @@ func PlanShards(r *Report, budget int64, maxShards int) (ShardPlan, error) {
 	if budget < 0 {
 		return ShardPlan{}, fmt.Errorf("doctor: shard plan: memory budget %d is negative", budget)
 	}
-	p := ShardPlan{Mode: "leanstore defaults (strip managedFields)", Budget: budget}
+	p := ShardPlan{Mode: "leanstore defaults: strip managedFields", Budget: budget}
 	for _, res := range r.Resources {
 		if len(res.Projections) <= projStripManagedFields {
 			continue
