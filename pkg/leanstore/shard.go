@@ -270,7 +270,7 @@ func (f *shardFilter) status() *ShardStatus {
 	return st
 }
 
-// shardOf is the census's view of the filter: who this replica is and who
+// census is the census's view of the filter: who this replica is and who
 // the others are.
 func (f *shardFilter) census() *ShardCensus {
 	if f == nil || f.bad != nil {
