@@ -368,7 +368,7 @@ func (h *shardHarness) stopAll(reps []*replicaProc) {
 		if r.done {
 			continue
 		}
-		r.in.Close()
+		_ = r.in.Close()
 		_ = r.cmd.Process.Signal(syscall.SIGTERM)
 	}
 	for _, r := range reps {

@@ -156,7 +156,7 @@ func writeHeapProfile(path string) error {
 		return err
 	}
 	if err := pprof.WriteHeapProfile(f); err != nil {
-		f.Close()
+		_ = f.Close()
 		return err
 	}
 	return f.Close()

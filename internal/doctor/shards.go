@@ -128,10 +128,9 @@ func WriteShardPlan(w io.Writer, p ShardPlan) error {
 		fmt.Fprintf(&b, "No shard count up to %d fits the budget of %s per replica: strip more first (see the memory recommendations), or raise --max-shards.\n", last, mib(p.Budget))
 	default:
 		fmt.Fprintf(&b, "Recommended: %d shards by object (leanstore.WithShard(m, leanstore.ShardByObject)) for a budget of %s per replica", p.Recommended, mib(p.Budget))
-		switch {
-		case p.RecommendedByNamespace == 0:
+		if p.RecommendedByNamespace == 0 {
 			fmt.Fprintf(&b, "; by namespace no count up to %d fits: the largest namespace alone peaks at %s.\n", last, mib(int64(float64(p.LargestNamespace)*shardPeak)))
-		default:
+		} else {
 			fmt.Fprintf(&b, "; %d by namespace.\n", p.RecommendedByNamespace)
 		}
 		fmt.Fprintln(&b, "Sharding divides memory, not traffic: every replica still receives every object from the server (docs/sharding.md).")

@@ -132,9 +132,7 @@ func countOf(xs []string, x string) int {
 // or two paths of one replica would disagree on an object's owner.
 func TestRingKeyHashBytesMatchesString(t *testing.T) {
 	cases := [][2]string{{"", ""}, {"", "node-1"}, {"ns", "a"}, {"ns/", "a"}, {"n", "s/a"}, {"kube-system", "coredns-5d78c9869d-abcde"}}
-	for _, k := range ringKeys(200) {
-		cases = append(cases, k)
-	}
+	cases = append(cases, ringKeys(200)...)
 	for _, by := range []ShardBy{ShardByObject, ShardByNamespace} {
 		for _, k := range cases {
 			if s, b := keyHashString(k[0], k[1], by), keyHashBytesShard([]byte(k[0]), []byte(k[1]), by); s != b {
