@@ -209,3 +209,44 @@ func TestShardConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// A ring change makes the informer rebalancing until a list with the new ring
+// has been handed to the reflector; a change that moves nothing to or from
+// this replica needs no list.
+func TestShardRebalancingUntilTaken(t *testing.T) {
+	m := &Membership{self: "a", kind: "leases"}
+	m.cur.Store(&ringState{self: -1, changed: make(chan struct{})})
+	m.publish([]string{"a", "b"})
+	f := newShardFilter(&shardConfig{m: m, by: ShardByObject})
+	if err := f.apply(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	f.took()
+	if st := f.status(); st.Rebalancing || st.Generation != 1 || len(st.Members) != 2 {
+		t.Fatalf("after the first list: %+v", st)
+	}
+	changed := f.changed()
+	m.publish([]string{"a", "b", "c"})
+	select {
+	case <-changed:
+	default:
+		t.Fatal("a new ring did not close the applied ring's changed channel")
+	}
+	if !f.moved() {
+		t.Fatal("c joining moved nothing to or from a")
+	}
+	if st := f.status(); !st.Rebalancing || st.RebalancingSince.IsZero() {
+		t.Fatalf("after the ring changed: %+v, want rebalancing", st)
+	}
+	if err := f.apply(t.Context()); err != nil { // the re-list inside the watch
+		t.Fatal(err)
+	}
+	f.took()
+	if st := f.status(); st.Rebalancing || st.Rebalances != 1 || len(st.Members) != 3 {
+		t.Fatalf("after the re-list: %+v, want 1 rebalance and 3 members", st)
+	}
+	m.publish([]string{"a", "b", "c"}) // the same members: no new ring
+	if f.moved() {
+		t.Error("a ring with the same members moved something")
+	}
+}
