@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/rest"
 
 	"github.com/cachetune/cachetune/internal/cluster"
@@ -42,8 +43,21 @@ Progress goes to stderr, the report to stdout.`, stderr)
 	output := fs.String("output", "table", "report format: table, json or markdown")
 	local := fs.Bool("local", false, fmt.Sprintf("start the local kube-apiserver and seed %d Pods, %d ConfigMaps, %d Secrets and %d Widgets to examine",
 		localDoctorSpec.Pods, localDoctorSpec.ConfigMaps, localDoctorSpec.Secrets, localDoctorSpec.Widgets))
+	budgetFlag := fs.String("memory-budget", "", "memory for the cache per replica, e.g. 512Mi or 2Gi: adds the cache per replica for 1 to --max-shards shards (leanstore.WithShard) and the smallest count whose peak fits")
+	maxShards := fs.Int("max-shards", 8, "largest shard count to project with --memory-budget")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	var budget int64
+	if *budgetFlag != "" {
+		q, err := resource.ParseQuantity(*budgetFlag)
+		if err != nil || q.Sign() <= 0 {
+			return usageError{fmt.Errorf("--memory-budget %q: want a positive size such as 512Mi or 2Gi", *budgetFlag)}
+		}
+		budget = q.Value()
+	}
+	if *maxShards < 1 {
+		return usageError{fmt.Errorf("--max-shards must be at least 1, got %d", *maxShards)}
 	}
 	write, ok := map[string]func(io.Writer, *doctor.Report) error{
 		"table": doctor.WriteTable, "json": doctor.WriteJSON, "markdown": doctor.WriteMarkdown,
@@ -93,7 +107,22 @@ Progress goes to stderr, the report to stdout.`, stderr)
 	if err != nil {
 		return err
 	}
-	return write(stdout, report)
+	if budget == 0 {
+		return write(stdout, report)
+	}
+	plan, err := doctor.PlanShards(report, budget, *maxShards)
+	if err != nil {
+		return err
+	}
+	report.Shards = &plan
+	if err := write(stdout, report); err != nil || *output == "json" {
+		return err
+	}
+	if *output == "markdown" {
+		fmt.Fprint(stdout, "\n```text")
+		defer fmt.Fprintln(stdout, "```")
+	}
+	return doctor.WriteShardPlan(stdout, plan)
 }
 
 // startLocalDoctor starts the local server and seeds the doctor's dataset.

@@ -28,7 +28,9 @@ func commands() []command {
 		{"run", "measure every informer mode: heap per object, re-list peaks, scheduler latency", runRun},
 		{"doctor", "examine a cluster: access, object sizes, projected cache heap per mode, detectors, fixes", runDoctor},
 		{"report", "print the table of a saved run (JSON) and write its HTML report", runReport},
-		{"child", "", runChild}, // hidden: one mode of `run`, in its own process
+		{"shard", "measure sharded caches (WithShard) over replica processes: memory per shard count, failover, join", runShard},
+		{"child", "", runChild},                // hidden: one mode of `run`, in its own process
+		{"shard-replica", "", runShardReplica}, // hidden: one replica of `shard`, in its own process
 	}
 }
 

@@ -21,6 +21,9 @@ type Report struct {
 	// Recommendations are grouped by resource: access, detector findings,
 	// then memory, in the order the fixes build on each other.
 	Recommendations []Recommendation `json:"recommendations"`
+	// Shards is the cache per replica for 1..N shards (PlanShards), when a
+	// memory budget was asked about.
+	Shards *ShardPlan `json:"shards,omitempty"`
 }
 
 // Cluster identifies the server that was examined.

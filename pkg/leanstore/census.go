@@ -20,6 +20,9 @@ type Census struct {
 	EstimatedBytes int64   `json:"estimatedBytes"`
 	BytesPerObject float64 `json:"bytesPerObject"`
 	Sampled        int     `json:"sampled"`
+	// Shard says whose share of the objects these are (WithShard); nil
+	// without sharding.
+	Shard *ShardCensus `json:"shard,omitempty"`
 }
 
 // censusSample is how many objects a census sizes. Sizing walks each object with
@@ -40,6 +43,9 @@ func storeEntry(keyBytes float64) float64 { return keyBytes + storeOverhead }
 func (i *Informer) Census() Census {
 	c := censusOf(i.GetIndexer())
 	c.Informer, c.Resource = i.name, i.resource.String()
+	if i.lw != nil {
+		c.Shard = i.lw.shard.census()
+	}
 	return c
 }
 

@@ -67,6 +67,12 @@ type protoDecoder struct {
 	// are found; nil decodes every object.
 	view  *view
 	strip *stripper
+	// shard drops objects of other shards right after peek (WithShard); nil
+	// keeps every object.
+	shard *shardFilter
+	// skippedRV is the resourceVersion of the object object last dropped for
+	// its shard; it aliases the message and is valid until the next read.
+	skippedRV []byte
 
 	metaBuf, objBuf, itemBuf []byte
 	// reused counts objects returned from the cache.
@@ -222,11 +228,18 @@ func (d *protoDecoder) cached(id identity) (runtime.Object, bool) {
 
 // object decodes one object message (not enveloped): the cached object when it
 // is unchanged, otherwise a new object without the stripped fields, run through
-// the rest of the stripping (prunes, the user's transform, interning).
+// the rest of the stripping (prunes, the user's transform, interning). It
+// returns a nil object, and no error, for an object of another shard.
 func (d *protoDecoder) object(msg []byte, gr schema.GroupResource) (runtime.Object, bool, error) {
 	id, err := peek(msg)
 	if err != nil {
 		return nil, false, err
+	}
+	// Sharding (shard.go): an object of another shard is dropped here, from
+	// its namespace and name alone, before anything of it is decoded.
+	if !d.shard.ownsBytes(id.namespace, id.name) {
+		d.skippedRV = id.rv
+		return nil, false, nil
 	}
 	if o, ok := d.cached(id); ok {
 		d.reused++

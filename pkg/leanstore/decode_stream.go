@@ -173,6 +173,10 @@ func (d *protoDecoder) listMessage(lr *io.LimitedReader, res *listResult, gr sch
 			if err != nil {
 				return "", decodeError(gr, err)
 			}
+			if obj == nil { // another shard's (WithShard)
+				d.shard.skippedListed.Add(1)
+				continue
+			}
 			res.items = append(res.items, obj)
 			if reused {
 				res.reused++
@@ -341,6 +345,9 @@ func (w *protoWatch) event(frame []byte) (watch.Event, error) {
 	switch ev.Type {
 	case watch.Added, watch.Modified, watch.Deleted:
 		ev.Object, _, err = w.d.object(msg, w.gr)
+		if err == nil && ev.Object == nil { // another shard's (WithShard): see skippedEvent
+			ev = skippedEvent(string(w.d.skippedRV))
+		}
 	case watch.Bookmark:
 		obj := w.d.newObject()
 		err = obj.(unmarshaler).Unmarshal(msg)

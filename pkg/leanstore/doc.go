@@ -97,6 +97,17 @@
 // WithWatchIdleTimeout (2 minutes by default; the server sends a bookmark about
 // once a minute) is ended and resumed from its last resourceVersion.
 //
+// # Sharding over replicas
+//
+// WithShard splits the objects of every informer of a factory between the
+// replicas of a controller, on a consistent-hash ring of the members of a
+// Membership: StaticShards(i, n), or NewLeaseMembership, whose ring is built
+// from the replicas' live Leases. Objects of other shards are dropped before
+// they are decoded; when the ring changes, each informer lists again inside its
+// watch and hands client-go only ADDED for what came and DELETED for what went.
+// It divides memory, not traffic: every replica still receives every object.
+// See docs/sharding.md.
+//
 // # Looking inside
 //
 // Status reports per informer the list path the server really served and why,

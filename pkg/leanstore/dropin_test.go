@@ -75,13 +75,6 @@ func (tr *transcript) record(informer, verb string, obj any) {
 	tr.mu.Unlock()
 }
 
-func metaOf(obj any) (metav1.Object, error) {
-	if m, ok := obj.(metav1.Object); ok {
-		return m, nil
-	}
-	return nil, fmt.Errorf("%T is no metav1.Object", obj)
-}
-
 func (tr *transcript) handler(informer string) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { tr.record(informer, "ADDED", obj) },

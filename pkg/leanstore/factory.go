@@ -84,6 +84,13 @@ func (c *core[K]) StartWithContext(ctx context.Context) {
 	if c.shuttingDown {
 		return
 	}
+	// A shard membership (WithShard) runs from the first Start that uses it;
+	// Shutdown waits for it, and for the release of its Lease.
+	if sc := c.opts.shard; sc != nil && sc.m != nil {
+		if run := sc.m.starter(); run != nil {
+			c.wg.Go(func() { run(ctx) })
+		}
+	}
 	for _, k := range c.order {
 		if c.started[k] {
 			continue
@@ -165,8 +172,15 @@ func (c *core[K]) Check(context.Context) error {
 		case st.Degraded(c.opts.degradedAfter):
 			problems = append(problems, fmt.Sprintf("%s degraded: %d failures in a row since %s, last: %s",
 				inf.name, st.ConsecutiveFailures, st.FailingSince.Format(time.RFC3339), st.LastError))
+		case !st.Synced && st.Shard != nil && waitingForMembership(c.opts.shard):
+			problems = append(problems, inf.name+" not synced: waiting for the shard membership"+membershipWhy(c.opts.shard.m))
 		case !st.Synced:
 			problems = append(problems, inf.name+" not synced")
+		case st.Shard != nil && st.Shard.Rebalancing:
+			// After a ring change the informer holds objects that are now
+			// another replica's, and lacks some that are now its own.
+			problems = append(problems, fmt.Sprintf("%s rebalancing: the shard ring changed at %s and the informer has not yet taken its part",
+				inf.name, st.Shard.RebalancingSince.Format(time.RFC3339)))
 		}
 	}
 	if len(problems) == 0 {

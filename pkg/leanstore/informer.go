@@ -63,6 +63,7 @@ func newInformer(cfg informerConfig, o *options, state *factoryState, m *metrics
 	lw := &listWatch{
 		src: cfg.src, gr: cfg.gr, opts: o, strip: &strip, state: state,
 		health: newHealth(tr, o.backoff), view: newView(), example: cfg.example,
+		shard: newShardFilter(o.shard),
 	}
 	lw.streaming, lw.streamingWhy = effectiveStreaming(o.streaming, cfg.client)
 	if cfg.lean {
@@ -92,6 +93,12 @@ func standInReflector(lw cache.ListerWatcher, example runtime.Object, name strin
 // no REST client to list with, e.g. a fake clientset): leanstore strips objects
 // through client-go's transform, and nothing else changes.
 func wrapClientGo(inner cache.SharedIndexInformer, example runtime.Object, name string, gr schema.GroupResource, why string, o *options, m *metrics) *Informer {
+	if o.shard != nil {
+		// Sharding (shard.go) filters inside leanstore's list and watch, which
+		// this informer does not have: it fails rather than hold every object.
+		why = shardedClientGo(gr, why).Error()
+		inner = failingInformer(example, errors.New(why), o.resync)
+	}
 	strip := o.strip.withTable() // a copy with its own table: SetTransform changes only this informer
 	_ = inner.SetTransform(func(obj interface{}) (interface{}, error) { return strip.apply(obj, gr) })
 	tr := newTracker(name, gr.String(), "client-go", o.logger, m)
@@ -124,6 +131,9 @@ func (i *Informer) Status() Status {
 	s.Synced = i.HasSynced()
 	if i.invalid != nil {
 		s.LastError = i.invalid.Error()
+	}
+	if i.lw != nil {
+		s.Shard = i.lw.shard.status()
 	}
 	return s
 }

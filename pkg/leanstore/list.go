@@ -57,6 +57,14 @@ func (lw *listWatch) list(ctx context.Context, rv string) (listResult, error) {
 	// the server does.
 	streamFailures, pagedWhy := 0, ""
 	for {
+		// Sharding (shard.go): the list keeps the objects of the membership's
+		// latest ring, and waits for the membership to be ready.
+		if err := lw.shard.apply(ctx); err != nil {
+			if ctx.Err() != nil || !lw.health.failed(ctx, listFailure, err, nil) {
+				return listResult{}, ctx.Err()
+			}
+			continue
+		}
 		if err := lw.src.resolve(ctx); err != nil {
 			if !lw.health.failed(ctx, listFailure, err, nil) {
 				return listResult{}, ctx.Err()
@@ -245,6 +253,10 @@ func (lw *listWatch) decodedPage(ctx context.Context, opts metav1.ListOptions, p
 		if err != nil {
 			return err
 		}
+		if kept == nil { // another shard's (WithShard)
+			lw.shard.skippedListed.Add(1)
+			return nil
+		}
 		if reused {
 			res.reused++
 		}
@@ -270,7 +282,7 @@ func (lw *listWatch) rawPage(raw rawSource, d *protoDecoder) func(context.Contex
 }
 
 func (lw *listWatch) newDecoder(raw rawSource) *protoDecoder {
-	return &protoDecoder{newObject: raw.newObject, view: lw.view, strip: lw.strip}
+	return &protoDecoder{newObject: raw.newObject, view: lw.view, strip: lw.strip, shard: lw.shard}
 }
 
 // initialEventsEndWait bounds how long a streaming list waits for the bookmark
@@ -346,12 +358,18 @@ func (lw *listWatch) streamingList(ctx context.Context, rv string, pace *pacer) 
 						w.Stop()
 						return res, err
 					}
+					if kept == nil { // another shard's (WithShard)
+						lw.shard.skippedListed.Add(1)
+						continue
+					}
 				}
 				res.items = append(res.items, kept)
 				if reused {
 					res.reused++
 				}
 				pace.tick()
+			case eventSkipped: // another shard's, from the lean decoder (WithShard)
+				lw.shard.skippedListed.Add(1)
 			case watch.Modified, watch.Deleted:
 				w.Stop()
 				return res, fmt.Errorf("%w: a %s event came after %d objects", errNoInitialEventsEnd, ev.Type, len(res.items))
@@ -386,11 +404,15 @@ func (lw *listWatch) streamingList(ctx context.Context, rv string, pace *pacer) 
 // keep returns the object to store for obj: the handed object when it has the
 // same uid and resourceVersion, otherwise obj stripped. copyOut makes a private
 // copy of obj first when it lives inside a list's item array, so that the array
-// can be freed.
+// can be freed. It returns nil, and no error, for an object of another shard.
 func (lw *listWatch) keep(obj kruntime.Object, copyOut bool) (kruntime.Object, bool, error) {
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return nil, false, fmt.Errorf("%s: %T has no metadata: %w", lw.gr(), obj, err)
+	}
+	// Sharding (shard.go): another shard's object is dropped before stripping.
+	if !lw.shard.owns(obj) {
+		return nil, false, nil
 	}
 	if old, ok := lw.view.get(m.GetNamespace(), m.GetName()); ok {
 		if om, err := meta.Accessor(old); err == nil && om.GetUID() == m.GetUID() && om.GetResourceVersion() == m.GetResourceVersion() {

@@ -45,6 +45,9 @@ type listWatch struct {
 	// streamingWhy the reason when it differs from the one asked for.
 	streaming    StreamingMode
 	streamingWhy string
+	// shard drops the objects of other shards (WithShard, shard.go); nil
+	// keeps every object.
+	shard *shardFilter
 
 	mu sync.Mutex
 	// raw is src when it can hand out raw protobuf responses, which the lean
@@ -95,6 +98,7 @@ func (lw *listWatch) ListWithContext(ctx context.Context, reflectorOpts metav1.L
 	lw.mu.Lock()
 	lw.diffCut = false
 	lw.mu.Unlock()
+	lw.shard.took() // the reflector replaces its store with this shard's objects (WithShard)
 	return &objectList{ListMeta: metav1.ListMeta{ResourceVersion: res.rv}, Items: res.items}, nil
 }
 

@@ -13,6 +13,7 @@ type metrics struct {
 	forcedGCs *prometheus.CounterVec
 	mutations *prometheus.CounterVec
 	census    *censusCollector
+	shard     *shardCollector // gauges of sharded informers (shard_metrics.go)
 }
 
 func newMetrics(factory string, r prometheus.Registerer, informers func() []*Informer) (*metrics, error) {
@@ -42,8 +43,9 @@ func newMetrics(factory string, r prometheus.Registerer, informers func() []*Inf
 			ConstLabels: constLabels,
 		}, []string{"informer", "resource"}),
 		census: &censusCollector{informers: informers, constLabels: constLabels},
+		shard:  newShardCollector(informers, constLabels),
 	}
-	for _, c := range []prometheus.Collector{m.failures, m.lists, m.forcedGCs, m.mutations, m.census} {
+	for _, c := range []prometheus.Collector{m.failures, m.lists, m.forcedGCs, m.mutations, m.census, m.shard} {
 		if err := r.Register(c); err != nil {
 			return nil, err
 		}

@@ -92,6 +92,8 @@ type options struct {
 	heapBound     float64
 	// err is the first invalid option (validate), nil when all are valid.
 	err error
+	// shard is WithShard's membership and key (shard.go); nil keeps every object.
+	shard *shardConfig
 }
 
 func defaultOptions() options {

@@ -92,6 +92,9 @@ type Status struct {
 	// Mutations counts shared values of cached objects found changed in place
 	// by the mutation guard (WithMutationGuard).
 	Mutations int64 `json:"mutations"`
+	// Shard is the informer's shard, ring and rebalances (WithShard); nil
+	// without sharding.
+	Shard *ShardStatus `json:"shard,omitempty"`
 }
 
 // Degraded reports whether the informer has failed at least n times in a row.

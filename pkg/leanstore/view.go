@@ -261,9 +261,10 @@ func compareRV(a, b kruntime.Object) int {
 
 // deletedAt returns a copy of a deleted object whose resourceVersion is rv, the
 // list's: the reflector records the resourceVersion of every event it gets.
-// Handed objects are shared with the cache and never changed in place.
+// Handed objects are shared with the cache and never changed in place, so the
+// copy shares all but its metadata with obj (see metaCopy).
 func deletedAt(obj kruntime.Object, rv string) kruntime.Object {
-	c := obj.DeepCopyObject()
+	c := metaCopy(obj)
 	if m, err := meta.Accessor(c); err == nil {
 		m.SetResourceVersion(rv)
 	}

@@ -146,6 +146,9 @@ type leanWatch struct {
 	cancel context.CancelFunc
 	once   sync.Once
 	done   chan struct{}
+	// skips are the events of other shards dropped since the reflector was
+	// last advanced (WithShard, shard_watch.go).
+	skips shardSkips
 }
 
 func newLeanWatch(ctx context.Context, lw *listWatch, inner watch.Interface, final bool, opts metav1.ListOptions) *leanWatch {
@@ -182,6 +185,10 @@ func (w *leanWatch) run(ctx context.Context) {
 		defer timer.Stop()
 		idle = timer.C
 	}
+	defer w.skips.stop()
+	// ringChanged is closed when the shard ring changes (WithShard): the
+	// watch then lists again inside itself (see rebalance).
+	ringChanged := w.lw.shard.changed()
 	events, started := 0, time.Now()
 	for {
 		var ev watch.Event
@@ -197,6 +204,17 @@ func (w *leanWatch) run(ctx context.Context) {
 			case <-idle:
 				h.watchStalled(ctx, idleTimeout, events)
 				return // the reflector sees the channel close and watches again from its last resourceVersion
+			case <-w.skips.due:
+				if !w.flushSkipped(ctx) {
+					return
+				}
+				continue
+			case <-ringChanged:
+				if !w.rebalance(ctx) {
+					return
+				}
+				ringChanged = w.lw.shard.changed()
+				continue
 			case ev, ok = <-w.inner.ResultChan():
 			}
 		}
@@ -216,6 +234,17 @@ func (w *leanWatch) run(ctx context.Context) {
 			}
 			if timer != nil {
 				timer.Reset(idleTimeout)
+			}
+			// An event of another shard is dropped; the bookmarks that stand
+			// for dropped events keep the reflector's resourceVersion current.
+			if ev = w.filter(ev); ev.Type == eventSkipped {
+				if events++; events == 1 {
+					h.delivered()
+				}
+				if !w.skipped(ctx, ev) {
+					return
+				}
+				continue
 			}
 			switch ev.Type {
 			case watch.Added, watch.Modified, watch.Deleted:
@@ -295,6 +324,7 @@ func (w *leanWatch) send(ctx context.Context, ev watch.Event) bool {
 		if m, err := meta.Accessor(ev.Object); err == nil && m.GetResourceVersion() != "" {
 			w.rv = m.GetResourceVersion()
 		}
+		w.skips.pending = "" // any event advances the reflector past the dropped ones
 		return true
 	case <-w.stop:
 		return false
@@ -420,6 +450,7 @@ func (w *leanWatch) relist(ctx context.Context) bool {
 		w.lw.dropPending()
 		return false
 	}
+	w.lw.shard.took() // the reflector has this shard's objects of the list's ring (WithShard)
 	if p := w.lw.takePending(res.rv); p != nil {
 		w.inner, w.final = p.w, p.lean
 	} else {

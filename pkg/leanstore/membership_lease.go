@@ -1,0 +1,461 @@
+package leanstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+)
+
+// ShardGroupLabel labels the Leases of a shard group with the group's name.
+const ShardGroupLabel = "shard.cachetune.dev/group"
+
+// LeaseConfig configures a Lease membership. The timing knobs mean what they
+// mean in client-go's leader election, and have its defaults.
+type LeaseConfig struct {
+	// Namespace holds the Leases. Required.
+	Namespace string
+	// Group names the replicas that share caches, e.g. the controller's name.
+	// Required. Each replica's Lease is named <Group>-<Identity> and labelled
+	// ShardGroupLabel=<Group>.
+	Group string
+	// Identity is this replica's name, unique in the group; the default is
+	// the host name, which is the Pod's name in Kubernetes. Two processes
+	// with one identity would renew one Lease and hold the same objects.
+	Identity string
+	// LeaseDuration is how long the other replicas wait, after they last saw
+	// this replica's Lease renewed, before they take its objects (15 s).
+	LeaseDuration time.Duration
+	// RenewDeadline is how long this replica keeps its objects while it fails
+	// to renew its Lease (10 s); then it drops them, before the others take
+	// them, so that no object is held by two replicas at rest. It must be
+	// shorter than LeaseDuration.
+	RenewDeadline time.Duration
+	// RetryPeriod is the time between renewals (2 s).
+	RetryPeriod time.Duration
+	// Logger receives ring changes and renewal failures (default klog's).
+	Logger logr.Logger
+}
+
+// leaseJitter is client-go's leader-election JitterFactor: the renew deadline
+// must leave room for a retry period stretched by it.
+const leaseJitter = 1.2
+
+func (c *LeaseConfig) defaults() error {
+	if c.Namespace == "" {
+		return errors.New("leanstore: lease membership: Namespace is required")
+	}
+	if c.Group == "" {
+		return errors.New("leanstore: lease membership: Group is required")
+	}
+	if errs := validation.IsValidLabelValue(c.Group); len(errs) > 0 {
+		return fmt.Errorf("leanstore: lease membership: Group %q is not a valid label value: %s", c.Group, strings.Join(errs, "; "))
+	}
+	if c.Identity == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return fmt.Errorf("leanstore: lease membership: no Identity given and no host name: %w", err)
+		}
+		c.Identity = strings.ToLower(h)
+	}
+	if errs := validation.IsDNS1123Subdomain(c.leaseName()); len(errs) > 0 {
+		return fmt.Errorf("leanstore: lease membership: the Lease name %q (Group-Identity) is not a valid name: %s", c.leaseName(), strings.Join(errs, "; "))
+	}
+	if c.LeaseDuration == 0 {
+		c.LeaseDuration = 15 * time.Second
+	}
+	if c.RenewDeadline == 0 {
+		c.RenewDeadline = 10 * time.Second
+	}
+	if c.RetryPeriod == 0 {
+		c.RetryPeriod = 2 * time.Second
+	}
+	switch {
+	case c.LeaseDuration < time.Second:
+		return fmt.Errorf("leanstore: lease membership: LeaseDuration must be at least 1s (a Lease counts whole seconds), got %s", c.LeaseDuration)
+	case c.LeaseDuration <= c.RenewDeadline:
+		return fmt.Errorf("leanstore: lease membership: LeaseDuration (%s) must be greater than RenewDeadline (%s)", c.LeaseDuration, c.RenewDeadline)
+	case c.RetryPeriod <= 0:
+		return fmt.Errorf("leanstore: lease membership: RetryPeriod must be positive, got %s", c.RetryPeriod)
+	case c.RenewDeadline <= time.Duration(leaseJitter*float64(c.RetryPeriod)):
+		return fmt.Errorf("leanstore: lease membership: RenewDeadline (%s) must be greater than RetryPeriod*%.1f (%s)", c.RenewDeadline, leaseJitter, c.RetryPeriod)
+	}
+	if c.Logger.GetSink() == nil {
+		c.Logger = klog.Background()
+	}
+	return nil
+}
+
+func (c *LeaseConfig) leaseName() string { return c.Group + "-" + c.Identity }
+
+// NewLeaseMembership returns a membership whose ring is built from the live
+// Leases of a group, one per replica, in a namespace the caller names.
+//
+// Each replica creates and renews its own Lease every RetryPeriod, as
+// client-go's leader election renews a leader's. A Lease is live while it has
+// been renewed within its duration, as this process observed it (the other
+// replica's clock is never trusted, as in leader election); the ring is
+// rebuilt when a Lease appears, is deleted, or expires. A replica that cannot
+// renew its own Lease for RenewDeadline leaves the ring itself and holds
+// nothing until it can again, before the others (who wait LeaseDuration)
+// take its objects. When the membership stops, it deletes its Lease, and the
+// others take its objects at once.
+//
+// A replica deletes the Leases it has seen expire (unless they were renewed
+// in between), so that the Lease of a killed replica does not make replicas
+// that start later wait out its duration.
+//
+// The identity needs RBAC on Leases in the namespace: get, create, update,
+// delete, list and watch.
+func NewLeaseMembership(client kubernetes.Interface, cfg LeaseConfig) (*Membership, error) {
+	if client == nil {
+		return nil, errors.New("leanstore: lease membership: no client")
+	}
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	m := &Membership{self: cfg.Identity, kind: "leases", logger: cfg.Logger.WithValues("shardGroup", cfg.Group), done: make(chan struct{})}
+	m.cur.Store(&ringState{self: -1, changed: make(chan struct{})})
+	m.leases = &leaseMembership{m: m, client: client, cfg: cfg, seen: map[string]observedLease{}, collected: map[string]string{}, wake: make(chan struct{}, 1)}
+	return m, nil
+}
+
+// leaseMembership is the Lease side of a Membership.
+type leaseMembership struct {
+	m      *Membership
+	client kubernetes.Interface
+	cfg    LeaseConfig
+	wake   chan struct{}
+
+	mu sync.Mutex
+	// seen is every Lease of the group by name, with when this process saw
+	// it change.
+	seen map[string]observedLease
+	// collected is the resourceVersion at which each expired Lease was last
+	// handed to collect, so that it is deleted once.
+	collected map[string]string
+	mine      *coordinationv1.Lease // our Lease as last written
+	lastRenew time.Time
+	lastErr   string
+	synced    bool
+	// keepOnStop leaves the Lease behind when the membership stops, as a
+	// crashed process does (tests only).
+	keepOnStop bool
+}
+
+type observedLease struct {
+	holder   string
+	rv       string
+	duration time.Duration
+	observed time.Time
+}
+
+func (l *leaseMembership) status(st *MembershipStatus) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	st.Lease = l.cfg.Namespace + "/" + l.cfg.leaseName()
+	st.LastRenew = l.lastRenew
+	st.LastError = l.lastErr
+}
+
+func (l *leaseMembership) poke() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run renews the Lease, watches the group's Leases and rebuilds the ring
+// until ctx ends, then deletes the Lease.
+func (l *leaseMembership) run(ctx context.Context) {
+	inf := l.informer()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { inf.RunWithContext(ctx) })
+	wg.Go(func() { l.renewLoop(ctx) })
+	defer l.release()
+	wg.Go(func() {
+		if cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+			l.mu.Lock()
+			l.synced = true
+			l.mu.Unlock()
+			l.poke()
+		}
+	})
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		next, expired := l.rebuild(time.Now())
+		l.collect(ctx, expired)
+		timer.Reset(time.Until(next))
+		select {
+		case <-ctx.Done():
+			return
+		case <-l.wake:
+		case <-timer.C:
+		}
+	}
+}
+
+// informer watches the group's Leases and records when each changed.
+func (l *leaseMembership) informer() cache.SharedIndexInformer {
+	leases := l.client.CoordinationV1().Leases(l.cfg.Namespace)
+	selector := ShardGroupLabel + "=" + l.cfg.Group
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.LabelSelector = selector
+			return leases.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = selector
+			return leases.Watch(ctx, o)
+		},
+	}
+	inf := cache.NewSharedIndexInformerWithOptions(lw, &coordinationv1.Lease{}, cache.SharedIndexInformerOptions{
+		ObjectDescription: "shard leases " + l.cfg.Namespace + "/" + selector,
+	})
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { l.observe(obj) },
+		UpdateFunc: func(_, obj any) { l.observe(obj) },
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			if ls, ok := obj.(*coordinationv1.Lease); ok {
+				l.mu.Lock()
+				delete(l.seen, ls.Name)
+				delete(l.collected, ls.Name)
+				l.mu.Unlock()
+				l.poke()
+			}
+		},
+	})
+	_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
+		l.failed(fmt.Errorf("watch the Leases of shard group %s in %s: %w", l.cfg.Group, l.cfg.Namespace, err))
+	})
+	return inf
+}
+
+func (l *leaseMembership) observe(obj any) {
+	ls, ok := obj.(*coordinationv1.Lease)
+	if !ok {
+		return
+	}
+	o := observedLease{rv: ls.ResourceVersion, duration: l.cfg.LeaseDuration}
+	if ls.Spec.HolderIdentity != nil {
+		o.holder = *ls.Spec.HolderIdentity
+	}
+	if ls.Spec.LeaseDurationSeconds != nil && *ls.Spec.LeaseDurationSeconds > 0 {
+		o.duration = time.Duration(*ls.Spec.LeaseDurationSeconds) * time.Second
+	}
+	l.mu.Lock()
+	if prev, ok := l.seen[ls.Name]; ok && prev.rv == o.rv {
+		l.mu.Unlock()
+		return
+	}
+	o.observed = time.Now()
+	l.seen[ls.Name] = o
+	l.mu.Unlock()
+	l.poke()
+}
+
+func (l *leaseMembership) failed(err error) {
+	l.mu.Lock()
+	l.lastErr = err.Error()
+	l.mu.Unlock()
+	l.m.logger.Error(err, "shard membership")
+}
+
+// rebuild publishes the ring of the live Leases at now, and returns when the
+// next one expires and the Leases this replica has seen expire since the last
+// rebuild, for collect.
+func (l *leaseMembership) rebuild(now time.Time) (time.Time, []expiredLease) {
+	l.mu.Lock()
+	next := now.Add(time.Hour)
+	if !l.synced || l.lastRenew.IsZero() {
+		l.mu.Unlock()
+		return next, nil // not ready: our Lease or the others' are not known yet
+	}
+	mine := l.cfg.leaseName()
+	self := now.Before(l.lastRenew.Add(l.cfg.RenewDeadline))
+	var members []string
+	var expired []expiredLease
+	for name, o := range l.seen {
+		if name == mine || o.holder == l.cfg.Identity {
+			continue
+		}
+		if until := o.observed.Add(o.duration); now.Before(until) {
+			if o.holder != "" {
+				members = append(members, o.holder)
+			}
+			next = earliest(next, until)
+		} else if self && l.collected[name] != o.rv {
+			// Only a replica that renews its own Lease judges the others': one
+			// cut off from the server sees every Lease expire.
+			l.collected[name] = o.rv
+			expired = append(expired, expiredLease{name: name, rv: o.rv})
+		}
+	}
+	if self {
+		members = append(members, l.cfg.Identity)
+		next = earliest(next, l.lastRenew.Add(l.cfg.RenewDeadline))
+	}
+	l.mu.Unlock()
+	l.m.publish(members)
+	return next, expired
+}
+
+// expiredLease is a Lease of the group that expired at resourceVersion rv.
+type expiredLease struct{ name, rv string }
+
+// collect deletes Leases that expired, each only if it has not been renewed
+// since (a precondition on its resourceVersion): a replica killed without
+// releasing its Lease leaves it behind, and a replica that starts later would
+// otherwise count it as live for a whole Lease duration (it trusts no clock but
+// its own, so it cannot tell an old Lease from a fresh one) and the Leases of
+// dead replicas would pile up in the namespace.
+func (l *leaseMembership) collect(ctx context.Context, expired []expiredLease) {
+	leases := l.client.CoordinationV1().Leases(l.cfg.Namespace)
+	for _, e := range expired {
+		dctx, cancel := context.WithTimeout(ctx, l.cfg.RetryPeriod)
+		rv := e.rv
+		err := leases.Delete(dctx, e.name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rv}})
+		cancel()
+		switch {
+		case err == nil:
+			l.m.logger.Info("deleted an expired shard Lease", "lease", l.cfg.Namespace+"/"+e.name)
+		case apierrors.IsNotFound(err) || apierrors.IsConflict(err) || ctx.Err() != nil:
+			// Gone already, or renewed since: nothing to do.
+		default:
+			l.m.logger.V(2).Info("could not delete an expired shard Lease", "lease", l.cfg.Namespace+"/"+e.name, "err", err)
+		}
+	}
+}
+
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// renewLoop renews the Lease every RetryPeriod.
+func (l *leaseMembership) renewLoop(ctx context.Context) {
+	for {
+		rctx, cancel := context.WithTimeout(ctx, l.cfg.RenewDeadline)
+		err := l.renew(rctx)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			l.failed(fmt.Errorf("renew Lease %s/%s: %w", l.cfg.Namespace, l.cfg.leaseName(), err))
+		} else {
+			l.mu.Lock()
+			first := l.lastRenew.IsZero()
+			l.lastRenew = time.Now()
+			l.lastErr = ""
+			l.mu.Unlock()
+			if first {
+				l.poke()
+			}
+		}
+		l.poke() // our own liveness may have changed either way
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(l.cfg.RetryPeriod):
+		}
+	}
+}
+
+// renew creates the Lease or renews it, taking it over from a previous
+// process of the same identity.
+func (l *leaseMembership) renew(ctx context.Context) error {
+	leases := l.client.CoordinationV1().Leases(l.cfg.Namespace)
+	now := metav1.NewMicroTime(time.Now())
+	l.mu.Lock()
+	mine := l.mine
+	l.mu.Unlock()
+	takeover := mine == nil
+	if mine == nil {
+		got, err := leases.Get(ctx, l.cfg.leaseName(), metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			secs := int32(l.cfg.LeaseDuration / time.Second)
+			lease := &coordinationv1.Lease{
+				ObjectMeta: metav1.ObjectMeta{Name: l.cfg.leaseName(), Namespace: l.cfg.Namespace, Labels: map[string]string{ShardGroupLabel: l.cfg.Group}},
+				Spec: coordinationv1.LeaseSpec{HolderIdentity: &l.cfg.Identity, LeaseDurationSeconds: &secs,
+					AcquireTime: &now, RenewTime: &now},
+			}
+			created, err := leases.Create(ctx, lease, metav1.CreateOptions{})
+			if err != nil {
+				return err
+			}
+			l.setMine(created)
+			return nil
+		case err != nil:
+			return err
+		}
+		mine = got
+	}
+	next := mine.DeepCopy()
+	secs := int32(l.cfg.LeaseDuration / time.Second)
+	if next.Labels == nil {
+		next.Labels = map[string]string{}
+	}
+	next.Labels[ShardGroupLabel] = l.cfg.Group
+	if next.Spec.HolderIdentity == nil || *next.Spec.HolderIdentity != l.cfg.Identity || takeover {
+		next.Spec.AcquireTime = &now // a new process of this identity
+	}
+	next.Spec.HolderIdentity, next.Spec.LeaseDurationSeconds, next.Spec.RenewTime = &l.cfg.Identity, &secs, &now
+	updated, err := leases.Update(ctx, next, metav1.UpdateOptions{})
+	if err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			l.setMine(nil) // read it again next time
+		}
+		return err
+	}
+	l.setMine(updated)
+	return nil
+}
+
+func (l *leaseMembership) setMine(ls *coordinationv1.Lease) {
+	l.mu.Lock()
+	l.mine = ls
+	l.mu.Unlock()
+}
+
+// release deletes the Lease, so that the other replicas take this one's
+// objects at once.
+func (l *leaseMembership) release() {
+	l.mu.Lock()
+	mine := l.mine
+	l.mu.Unlock()
+	if mine == nil || l.keepOnStop {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.RenewDeadline)
+	defer cancel()
+	uid := mine.UID
+	err := l.client.CoordinationV1().Leases(l.cfg.Namespace).Delete(ctx, mine.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		l.m.logger.Error(err, "release the shard Lease: the other replicas take this one's objects when it expires", "lease", l.cfg.Namespace+"/"+mine.Name)
+		return
+	}
+	l.m.logger.Info("shard Lease released", "lease", l.cfg.Namespace+"/"+mine.Name)
+}

@@ -1,0 +1,320 @@
+package leanstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+)
+
+// WithShard makes every informer of the factory keep only the objects that
+// the membership's ring assigns to this replica, keyed by namespace and name
+// or by namespace alone (by). Objects of other shards are dropped before they
+// are decoded (protobuf) or right after (JSON), on lists and watches alike:
+// the cache, the handlers and the work queues only ever see this replica's
+// objects, and a replica holds about 1/n of them.
+//
+// The informers wait for the membership to be ready before they list. When
+// the ring changes (a replica joined, left or expired), each informer lists
+// again inside its watch and hands client-go only the difference: ADDED for
+// the objects that came to this replica, DELETED for those that went to
+// another. Until it has, Status reports it rebalancing and Check fails.
+//
+// Sharding saves memory and decoding, not bandwidth: every replica still
+// receives every object of the resource from the API server. A label or field
+// selector (WithLabelSelector) is what narrows what the server sends.
+//
+// m must not be nil, and by must be ShardByObject or ShardByNamespace: the
+// informers fail otherwise, with the error in Status and Check.
+func WithShard(m *Membership, by ShardBy) Option {
+	return func(o *options) { o.shard = &shardConfig{m: m, by: by} }
+}
+
+// shardConfig is WithShard's choice.
+type shardConfig struct {
+	m  *Membership
+	by ShardBy
+}
+
+func (c *shardConfig) err() error {
+	switch {
+	case c.m == nil:
+		return errors.New("leanstore: WithShard needs a Membership (StaticShards or NewLeaseMembership), got nil")
+	case !c.by.valid():
+		return fmt.Errorf("leanstore: WithShard: shard by %q: want %q or %q", c.by, ShardByObject, ShardByNamespace)
+	}
+	return nil
+}
+
+// errShardingClientGo is the error of a sharded informer that would be
+// client-go's own, which leanstore cannot filter before the store.
+var errShardingClientGo = errors.New("WithShard needs leanstore's own list and watch")
+
+// shardFilter is one informer's side of sharding: the ring its view reflects
+// and what it skipped. A nil *shardFilter owns every object.
+type shardFilter struct {
+	m   *Membership
+	by  ShardBy
+	bad error // an invalid WithShard
+
+	// applied is the ring the informer lists and watches with: the one its
+	// view (and so client-go's store) reflects, or is being brought to.
+	applied atomic.Pointer[ringState]
+	// taken is the ring whose objects the informer holds: applied once a
+	// list with it has been handed to the reflector whole.
+	taken atomic.Pointer[ringState]
+
+	skippedListed atomic.Int64
+	skippedEvents atomic.Int64
+	rebalances    atomic.Int64
+
+	mu sync.Mutex
+	// moving is when the ring the informer is bringing its view to was
+	// published; zero when it is not rebalancing.
+	moving        time.Time
+	lastRebalance time.Time
+	lastTook      time.Duration
+}
+
+func newShardFilter(c *shardConfig) *shardFilter {
+	if c == nil {
+		return nil
+	}
+	return &shardFilter{m: c.m, by: c.by, bad: c.err()}
+}
+
+// ownsBytes reports whether the object with this namespace and name, read
+// from encoded bytes, is this replica's under the applied ring. It does not
+// allocate: it runs for every object of every list and watch.
+func (f *shardFilter) ownsBytes(ns, name []byte) bool {
+	if f == nil {
+		return true
+	}
+	s := f.applied.Load()
+	if s == nil || s.self < 0 {
+		return false
+	}
+	return s.ring.ownerIndex(keyHashBytesShard(ns, name, f.by)) == s.self
+}
+
+// owns is ownsBytes for a decoded object.
+func (f *shardFilter) owns(obj kruntime.Object) bool {
+	if f == nil {
+		return true
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return true // not an object with a key: let the caller's own checks say so
+	}
+	s := f.applied.Load()
+	if s == nil || s.self < 0 {
+		return false
+	}
+	return s.ring.ownerIndex(keyHashString(m.GetNamespace(), m.GetName(), f.by)) == s.self
+}
+
+// apply waits for the membership's ring and makes its latest version the one
+// the informer lists and watches with. Every list calls it first.
+func (f *shardFilter) apply(ctx context.Context) error {
+	if f == nil {
+		return nil
+	}
+	if f.bad != nil {
+		return f.bad
+	}
+	s, err := f.m.ready(ctx)
+	if err != nil {
+		return err
+	}
+	if prev := f.applied.Swap(s); prev != nil && prev != s {
+		f.mu.Lock()
+		if f.moving.IsZero() {
+			f.moving = s.at
+		}
+		f.mu.Unlock()
+	}
+	return nil
+}
+
+// took records that the objects of the applied ring have all been handed to
+// the reflector.
+func (f *shardFilter) took() {
+	if f == nil {
+		return
+	}
+	s := f.applied.Load()
+	if f.taken.Swap(s) == s {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.moving.IsZero() {
+		f.rebalances.Add(1)
+		f.lastRebalance = time.Now()
+		f.lastTook = f.lastRebalance.Sub(f.moving)
+		f.moving = time.Time{}
+	}
+}
+
+// changed is closed when the membership publishes a ring newer than the
+// applied one; nil (never ready) without sharding or before the first list.
+func (f *shardFilter) changed() <-chan struct{} {
+	if f == nil {
+		return nil
+	}
+	if s := f.applied.Load(); s != nil {
+		return s.changed
+	}
+	return nil
+}
+
+// moved reports whether the latest ring gives this replica other slots than
+// the applied one: a ring change that moves nothing to or from this replica
+// (another replica's Lease renewed under a new name, say) needs no re-list.
+func (f *shardFilter) moved() bool {
+	a, l := f.applied.Load(), f.m.cur.Load()
+	if a == l {
+		return false
+	}
+	if a == nil || l == nil || a.ring == nil || l.ring == nil || (a.self < 0) != (l.self < 0) {
+		return true
+	}
+	if a.self < 0 {
+		return false // owned nothing, owns nothing
+	}
+	for i := range a.ring.slots {
+		if (int(a.ring.slots[i]) == a.self) != (int(l.ring.slots[i]) == l.self) {
+			return true
+		}
+	}
+	return false
+}
+
+// advance makes the latest ring the applied and taken one without a list, when
+// it moves nothing (see moved).
+func (f *shardFilter) advance() {
+	s := f.m.cur.Load()
+	f.applied.Store(s)
+	f.taken.Store(s)
+}
+
+// rebalancing reports whether the membership has a ring whose objects the
+// informer does not hold yet, and since when.
+func (f *shardFilter) rebalancing() (bool, time.Time) {
+	if f == nil || f.bad != nil {
+		return false, time.Time{}
+	}
+	t, l := f.taken.Load(), f.m.cur.Load()
+	if t == nil || l == nil || t == l {
+		return false, time.Time{}
+	}
+	return true, l.at
+}
+
+// ShardStatus is the shard side of an informer's Status.
+type ShardStatus struct {
+	// By is what decides an object's shard: "object" or "namespace".
+	By ShardBy `json:"by"`
+	// Self is this replica's name in the ring, Members the ring's members.
+	Self    string   `json:"self"`
+	Members []string `json:"members"`
+	// Generation is the version of the ring the informer holds the objects of.
+	Generation uint64 `json:"generation"`
+	// Rebalancing is true while the ring has changed and the informer has not
+	// yet taken and dropped the objects that moved; RebalancingSince is when
+	// the ring changed.
+	Rebalancing      bool      `json:"rebalancing"`
+	RebalancingSince time.Time `json:"rebalancingSince,omitzero"`
+	// Rebalances counts the re-lists after a ring change; LastRebalance is
+	// when the last ended and LastRebalanceSeconds how long it took from the
+	// ring's change.
+	Rebalances           int64     `json:"rebalances"`
+	LastRebalance        time.Time `json:"lastRebalance,omitzero"`
+	LastRebalanceSeconds float64   `json:"lastRebalanceSeconds,omitempty"`
+	// SkippedListed and SkippedEvents count the objects of other shards
+	// dropped from lists and from watch events.
+	SkippedListed int64 `json:"skippedListed"`
+	SkippedEvents int64 `json:"skippedEvents"`
+	// Error is an invalid WithShard.
+	Error string `json:"error,omitempty"`
+}
+
+// status reports the filter's state; nil without sharding.
+func (f *shardFilter) status() *ShardStatus {
+	if f == nil {
+		return nil
+	}
+	st := &ShardStatus{By: f.by, SkippedListed: f.skippedListed.Load(), SkippedEvents: f.skippedEvents.Load(), Rebalances: f.rebalances.Load()}
+	if f.bad != nil {
+		st.Error = f.bad.Error()
+		return st
+	}
+	st.Self = f.m.Self()
+	if t := f.taken.Load(); t != nil {
+		st.Members, st.Generation = t.members(), t.gen
+	}
+	st.Rebalancing, st.RebalancingSince = f.rebalancing()
+	f.mu.Lock()
+	st.LastRebalance = f.lastRebalance
+	st.LastRebalanceSeconds = f.lastTook.Seconds()
+	f.mu.Unlock()
+	return st
+}
+
+// census is the census's view of the filter: who this replica is and who
+// the others are.
+func (f *shardFilter) census() *ShardCensus {
+	if f == nil || f.bad != nil {
+		return nil
+	}
+	c := &ShardCensus{By: f.by, Self: f.m.Self()}
+	if t := f.taken.Load(); t != nil {
+		c.Members = t.members()
+	}
+	return c
+}
+
+// ShardCensus is the shard side of an informer's Census: the objects it counts
+// are this replica's share.
+type ShardCensus struct {
+	By      ShardBy  `json:"by"`
+	Self    string   `json:"self"`
+	Members []string `json:"members"`
+}
+
+// shardedClientGo is the error of a sharded informer that leanstore cannot
+// list itself.
+func shardedClientGo(gr schema.GroupResource, why string) error {
+	return fmt.Errorf("leanstore: %s: %w, and this informer is client-go's (%s)", gr, errShardingClientGo, why)
+}
+
+// waitingForMembership reports whether c's membership is not ready yet.
+func waitingForMembership(c *shardConfig) bool {
+	return c != nil && c.m != nil && !c.m.Status().Ready
+}
+
+// membershipWhy is the reason a membership is not ready yet, for Check.
+func membershipWhy(m *Membership) string {
+	if e := m.Status().LastError; e != "" {
+		return " (" + e + ")"
+	}
+	return ""
+}
+
+// failingInformer is an informer whose every list and watch fails with err.
+func failingInformer(example kruntime.Object, err error, resync time.Duration) cache.SharedIndexInformer {
+	lw := &cache.ListWatch{
+		ListWithContextFunc:  func(context.Context, metav1.ListOptions) (kruntime.Object, error) { return nil, err },
+		WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) { return nil, err },
+	}
+	return cache.NewSharedIndexInformer(lw, example, resync, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+}

@@ -1,0 +1,252 @@
+package leanstore
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/scheme"
+)
+
+// staticFilter is shard index of total's filter, with its ring applied.
+func staticFilter(t *testing.T, index, total int) *shardFilter {
+	t.Helper()
+	m, err := StaticShards(index, total)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newShardFilter(&shardConfig{m: m, by: ShardByObject})
+	if err := f.apply(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func shardedDecoder(f *shardFilter) *protoDecoder {
+	return &protoDecoder{newObject: func() runtime.Object { return &corev1.Pod{} }, strip: &stripper{managedFields: true}, shard: f}
+}
+
+// podMessage is the protobuf message of a Pod (without the envelope).
+func podMessage(t *testing.T, p *corev1.Pod) []byte {
+	t.Helper()
+	_, msg, err := unwrap(encodePod(t, p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return msg
+}
+
+// corruptBody keeps msg's metadata and replaces the rest of the Pod with a
+// spec that no decoder can read: a nested field whose length runs past the end.
+func corruptBody(t *testing.T, msg []byte) []byte {
+	t.Helper()
+	var out []byte
+	err := eachField(msg, func(num protowire.Number, typ protowire.Type, v []byte) error {
+		if num == objMetadataField {
+			out = protowire.AppendTag(out, num, protowire.BytesType)
+			out = protowire.AppendBytes(out, v)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out = protowire.AppendTag(out, 2, protowire.BytesType) // PodSpec
+	return protowire.AppendBytes(out, []byte{0x0a, 0x7f, 'x'})
+}
+
+// ownedAndNot returns the name of a Pod of namespace ns that f keeps and one it
+// drops.
+func ownedAndNot(t *testing.T, f *shardFilter) (owned, other string) {
+	t.Helper()
+	for i := 0; owned == "" || other == ""; i++ {
+		name := fmt.Sprintf("p-%d", i)
+		if f.ownsBytes([]byte("ns"), []byte(name)) {
+			owned = name
+		} else {
+			other = name
+		}
+	}
+	return owned, other
+}
+
+// The decoder drops another shard's object from its metadata alone: what
+// follows is never read, as a body no decoder can read shows, and dropping
+// costs no allocation.
+func TestShardSkipsBeforeDecoding(t *testing.T) {
+	f := staticFilter(t, 0, 3)
+	d := shardedDecoder(f)
+	owned, other := ownedAndNot(t, f)
+
+	got, _, err := d.object(podMessage(t, testPod(owned, "7")), podsGR)
+	if err != nil || got == nil || got.(*corev1.Pod).Name != owned {
+		t.Fatalf("own Pod %s: got %v, %v; want it decoded", owned, got, err)
+	}
+	if got, _, err := d.object(podMessage(t, testPod(other, "7")), podsGR); err != nil || got != nil {
+		t.Fatalf("another shard's Pod %s: got %v, %v; want nil, nil", other, got, err)
+	}
+	if string(d.skippedRV) != "7" {
+		t.Errorf("skippedRV %q after dropping a Pod at 7", d.skippedRV)
+	}
+
+	if _, _, err := d.object(corruptBody(t, podMessage(t, testPod(owned, "7"))), podsGR); err == nil {
+		t.Fatal("own Pod with a corrupt spec decoded without an error: the corruption does not reach the decoder, so the test proves nothing")
+	}
+	if got, _, err := d.object(corruptBody(t, podMessage(t, testPod(other, "7"))), podsGR); err != nil || got != nil {
+		t.Fatalf("another shard's Pod with a corrupt spec: got %v, %v; want it dropped before its spec is read", got, err)
+	}
+
+	msg := podMessage(t, testPod(other, "8"))
+	if allocs := testing.AllocsPerRun(100, func() { _, _, _ = d.object(msg, podsGR) }); allocs != 0 {
+		t.Errorf("dropping another shard's Pod allocates %.0f times, want 0", allocs)
+	}
+}
+
+// A list page decoded by three shards' decoders splits into three disjoint
+// parts whose union is the page, and each part is counted as kept or skipped.
+func TestShardSplitsAListPage(t *testing.T) {
+	list := &corev1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}, ListMeta: metav1.ListMeta{ResourceVersion: "99"}}
+	for i := range 600 {
+		list.Items = append(list.Items, *testPod(fmt.Sprintf("p-%d", i), "7"))
+	}
+	var buf bytes.Buffer
+	if err := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme).Encode(list, &buf); err != nil {
+		t.Fatal(err)
+	}
+	held := map[string]int{}
+	for i := range 3 {
+		f := staticFilter(t, i, 3)
+		res, _, err := shardedDecoder(f).decodeListStream(bytes.NewReader(buf.Bytes()), podsGR, newPacer(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.rv != "99" {
+			t.Errorf("shard %d: list at %q, want 99", i, res.rv)
+		}
+		if kept, skipped := len(res.items), f.skippedListed.Load(); kept+int(skipped) != 600 {
+			t.Errorf("shard %d kept %d and skipped %d of 600", i, kept, skipped)
+		}
+		for _, o := range res.items {
+			held[o.(*corev1.Pod).Name]++
+		}
+	}
+	for _, p := range list.Items {
+		if held[p.Name] != 1 {
+			t.Errorf("Pod %s held by %d of 3 shards, want 1", p.Name, held[p.Name])
+		}
+	}
+}
+
+// A watch event of another shard comes out of the lean watch decoder as a
+// skipped event that carries its resourceVersion, for the bookmark that keeps
+// the reflector current.
+func TestShardSkipsWatchEvents(t *testing.T) {
+	f := staticFilter(t, 1, 3)
+	owned, other := ownedAndNot(t, f)
+	w := &protoWatch{d: shardedDecoder(f), gr: podsGR}
+	for _, tc := range []struct {
+		name     string
+		typ      watch.EventType
+		wantType watch.EventType
+	}{
+		{owned, watch.Added, watch.Added},
+		{owned, watch.Deleted, watch.Deleted},
+		{other, watch.Added, eventSkipped},
+		{other, watch.Modified, eventSkipped},
+		{other, watch.Deleted, eventSkipped},
+	} {
+		frame, err := (&metav1.WatchEvent{Type: string(tc.typ), Object: runtime.RawExtension{Raw: encodePod(t, testPod(tc.name, "42"))}}).Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, err := w.event(frame)
+		if err != nil {
+			t.Fatalf("%s %s: %v", tc.typ, tc.name, err)
+		}
+		if ev.Type != tc.wantType {
+			t.Errorf("%s %s came out as %s, want %s", tc.typ, tc.name, ev.Type, tc.wantType)
+		}
+		if so, ok := ev.Object.(*skippedObject); ev.Type == eventSkipped && (!ok || so.rv != "42") {
+			t.Errorf("skipped %s %s carries %#v, want resourceVersion 42", tc.typ, tc.name, ev.Object)
+		}
+	}
+}
+
+// A replica outside the ring (its Lease not renewed in time) holds nothing.
+func TestShardOutsideTheRingOwnsNothing(t *testing.T) {
+	ring, err := NewRing("a", "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &Membership{self: "c", kind: "leases"}
+	m.cur.Store(&ringState{ring: ring, gen: 1, self: ring.index("c"), changed: make(chan struct{})})
+	f := newShardFilter(&shardConfig{m: m, by: ShardByObject})
+	if err := f.apply(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range ringKeys(1000) {
+		if f.ownsBytes([]byte(k[0]), []byte(k[1])) || f.owns(testPod(k[1], "1")) {
+			t.Fatalf("a replica outside the ring owns %v", k)
+		}
+	}
+}
+
+func TestShardConfigErrors(t *testing.T) {
+	m, _ := StaticShards(0, 2)
+	for _, c := range []shardConfig{{m: nil, by: ShardByObject}, {m: m, by: "uid"}} {
+		f := newShardFilter(&c)
+		if err := f.apply(t.Context()); err == nil {
+			t.Errorf("WithShard(%v, %q) applied without an error", c.m, c.by)
+		}
+		if st := f.status(); st.Error == "" {
+			t.Errorf("WithShard(%v, %q): Status has no error", c.m, c.by)
+		}
+	}
+}
+
+// A ring change makes the informer rebalancing until a list with the new ring
+// has been handed to the reflector; a change that moves nothing to or from
+// this replica needs no list.
+func TestShardRebalancingUntilTaken(t *testing.T) {
+	m := &Membership{self: "a", kind: "leases"}
+	m.cur.Store(&ringState{self: -1, changed: make(chan struct{})})
+	m.publish([]string{"a", "b"})
+	f := newShardFilter(&shardConfig{m: m, by: ShardByObject})
+	if err := f.apply(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	f.took()
+	if st := f.status(); st.Rebalancing || st.Generation != 1 || len(st.Members) != 2 {
+		t.Fatalf("after the first list: %+v", st)
+	}
+	changed := f.changed()
+	m.publish([]string{"a", "b", "c"})
+	select {
+	case <-changed:
+	default:
+		t.Fatal("a new ring did not close the applied ring's changed channel")
+	}
+	if !f.moved() {
+		t.Fatal("c joining moved nothing to or from a")
+	}
+	if st := f.status(); !st.Rebalancing || st.RebalancingSince.IsZero() {
+		t.Fatalf("after the ring changed: %+v, want rebalancing", st)
+	}
+	if err := f.apply(t.Context()); err != nil { // the re-list inside the watch
+		t.Fatal(err)
+	}
+	f.took()
+	if st := f.status(); st.Rebalancing || st.Rebalances != 1 || len(st.Members) != 3 {
+		t.Fatalf("after the re-list: %+v, want 1 rebalance and 3 members", st)
+	}
+	m.publish([]string{"a", "b", "c"}) // the same members: no new ring
+	if f.moved() {
+		t.Error("a ring with the same members moved something")
+	}
+}
