@@ -134,6 +134,9 @@ func cachedWidgets(store cache.Store) []string {
 // from JSON, scoped by namespace and label selector, stripped, and kept current
 // by the watch, listed by a streaming list and by a paged LIST.
 func TestRESTInformerCustomResource(t *testing.T) {
+	if srv == nil {
+		t.Skip("needs the local kube-apiserver, which -short does not start")
+	}
 	for _, mode := range []leanstore.StreamingMode{leanstore.StreamingOn, leanstore.StreamingOff} {
 		t.Run("streaming="+mode.String(), func(t *testing.T) { testRESTInformerCustomResource(t, mode) })
 	}
@@ -227,6 +230,9 @@ func TestRESTInformerBuiltIn(t *testing.T) {
 }
 
 func TestRESTInformerBadInput(t *testing.T) {
+	if srv == nil {
+		t.Skip("needs the local kube-apiserver, which -short does not start")
+	}
 	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 	rc := srv.Clientset().CoreV1().RESTClient()
 	var nilClient *rest.RESTClient
