@@ -25,6 +25,9 @@ type health struct {
 	// out the backoff first, so that a fault repeating on every watch costs a
 	// bounded number of requests.
 	watchBroken atomic.Bool
+	// stalled is set when the last watch ended for its silence and cleared by
+	// the next event: a probe cannot tell a stalled watch from a quiet one.
+	stalled atomic.Bool
 	// stalls counts watches in a row that stalled before delivering anything:
 	// when watches keep stalling while lists work (a proxy that black-holes
 	// long requests), the informer lists again instead of watching in vain.
@@ -103,11 +106,13 @@ func (h *health) delivered() {
 	h.backoff.reset()
 	h.expiry.reset()
 	h.stalls.Store(0)
+	h.stalled.Store(false)
 }
 
 // watchStalled records a watch that delivered nothing for the idle time-out.
 func (h *health) watchStalled(ctx context.Context, idle time.Duration, events int) {
 	h.watchBroken.Store(true)
+	h.stalled.Store(true)
 	if events == 0 {
 		h.stalls.Add(1)
 	}

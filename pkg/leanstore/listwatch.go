@@ -119,8 +119,12 @@ func (lw *listWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptio
 		lw.health.tracker.logger.Info("a re-list's differences were cut short: listing again")
 		return nil, reportedError{apierrors.NewResourceExpired("a re-list inside the watch was cut short; listing again")}
 	}
+	probe := lw.probeWatch(opts)
+	if lw.health.stalled.Load() {
+		probe = nil // a stalled watch is as quiet as a working one: no probe tells them apart
+	}
 	if lw.health.watchBroken.Swap(false) &&
-		!lw.health.waitOrHealed(ctx, failedAttempt{Reason: failure.WatchFailed}, lw.health.backoff.delay(), lw.probeWatch(opts)) {
+		!lw.health.waitOrHealed(ctx, failedAttempt{Reason: failure.WatchFailed}, lw.health.backoff.delay(), probe) {
 		return nil, ctx.Err()
 	}
 	if lw.health.stalls.Load() >= maxStalls {
