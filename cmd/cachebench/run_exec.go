@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/cachetune/cachetune/internal/bench"
@@ -84,11 +83,7 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) (err err
 		return fmt.Errorf("start the fault proxy: %w", err)
 	}
 	defer proxy.Close()
-	direct, err := kubernetes.NewForConfig(t.config)
-	if err != nil {
-		return err
-	}
-	srv := proxyServer{p: proxy, cs: direct}
+	srv := proxyServer{p: proxy}
 	childConfig := proxy.Config(t.config)
 	exe, err := os.Executable()
 	if err != nil {
