@@ -129,6 +129,13 @@ func (m *storageMarks) attach(res *Result, sampler *serverSampler) {
 // moment after the sync.
 const endWatchWait = 15 * time.Second
 
+// watchAgeBeforeEnd is how long a watch is left open before the parent ends it
+// with a 410. leanstore takes a 410 within a second of a watch's start for a
+// server (or proxy) that expires every watch: it backs off and probes with a
+// watch from the same resourceVersion, which works here (the proxy's 410 is
+// one-shot), and resumes without the list the measurement forces.
+const watchAgeBeforeEnd = 1100 * time.Millisecond
+
 // RunChild runs one mode in a child process and returns its result, with the
 // requests the server saw filled in. A failed child gives an error and, when
 // the child got that far, a partial result.
@@ -244,6 +251,9 @@ func converse(ctx context.Context, stdout io.Reader, spec ChildSpec, srv Server,
 			spec.Events(*l.Event)
 		case l.RelistReady > 0:
 			k := l.RelistReady
+			if sleep(ctx, watchAgeBeforeEnd) != nil {
+				return nil, "", ctx.Err()
+			}
 			marks.asked = append(marks.asked, marks.take(ctx))
 			reply := relistReply{Index: k}
 			for _, r := range spec.Resources {
