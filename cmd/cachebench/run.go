@@ -39,6 +39,8 @@ type runOptions struct {
 	seed       bool
 	serverPID  int
 	keepServer bool
+	// serverArgs are extra kube-apiserver flags for the local server (--server-args).
+	serverArgs []string
 	// crChild is a prebuilt controller-runtime child program (--controller-runtime-child).
 	crChild string
 	// programs are the child programs of modes not measured by `cachebench
@@ -120,6 +122,10 @@ controller-runtime's client deep-copies each unless UnsafeDisableDeepCopy.`, std
 	idle := fs.Duration("idle", o.plan.Idle.D(), "idle window after the sync, for latencies at rest")
 	fs.StringVar(&o.gogc, "gogc", "", "GOGC for the children (default: inherited)")
 	fs.StringVar(&o.gomemlimit, "gomemlimit", "", "GOMEMLIMIT for the children, e.g. 512MiB (default: inherited)")
+	fs.Func("server-args", "extra kube-apiserver flags for the local server, space-separated, e.g. '--watch-cache=false' (recorded in the report)", func(v string) error {
+		o.serverArgs = strings.Fields(v)
+		return nil
+	})
 	fs.StringVar(&o.outDir, "out", "out", "directory for the report (cachebench.json, cachebench.html) and the children's logs")
 	fs.StringVar(&o.jsonPath, "json", "", "also write the JSON report to this file; - writes it to stdout and the table to stderr")
 	fs.StringVar(&o.htmlPath, "html", "", "also write the HTML report to this file")
@@ -221,6 +227,9 @@ func (o *runOptions) validate(set map[string]bool, fv flagValues) error {
 	} else {
 		if o.keepServer {
 			return errors.New("--keep-server applies to the local server, not with --kubeconfig")
+		}
+		if len(o.serverArgs) > 0 {
+			return errors.New("--server-args applies to the local server, not with --kubeconfig")
 		}
 		if s.Nodes > 0 {
 			return errors.New("--nodes writes Node objects, which a real cluster's scheduler and node controller would act on: the local server only")

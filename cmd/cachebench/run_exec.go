@@ -313,7 +313,7 @@ func (o *runOptions) prepare(ctx context.Context, stderr io.Writer) (target, err
 		if o.spec.Namespace == "" {
 			o.spec.Namespace = "cachebench"
 		}
-		srv, err := testapiserver.Start(ctx, testapiserver.Options{Progress: stderr})
+		srv, err := testapiserver.Start(ctx, testapiserver.Options{ExtraArgs: o.serverArgs, Progress: stderr})
 		if err != nil {
 			return t, err
 		}
@@ -459,7 +459,7 @@ func (o *runOptions) datasets(ctx context.Context, t target, stderr io.Writer) [
 func (o *runOptions) environment(t target) bench.Environment {
 	env := bench.Environment{
 		Target: t.name, GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU(),
-		GOGC: o.gogc, GOMEMLIMIT: o.gomemlimit,
+		GOGC: o.gogc, GOMEMLIMIT: o.gomemlimit, ServerArgs: strings.Join(o.serverArgs, " "),
 	}
 	if env.GOGC == "" {
 		env.GOGC = os.Getenv("GOGC")
