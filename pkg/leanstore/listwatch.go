@@ -110,7 +110,7 @@ func (lw *listWatch) ListWithContext(ctx context.Context, reflectorOpts metav1.L
 func (lw *listWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	if p := lw.takePending(opts.ResourceVersion); p != nil {
 		lw.health.tracker.watchStarted()
-		return newLeanWatch(ctx, lw, p.w, p.lean, opts), nil
+		return newLeanWatch(ctx, lw, &probedWatch{w: p.w, final: p.lean}, opts), nil
 	}
 	lw.mu.Lock()
 	cut := lw.diffCut
@@ -119,13 +119,18 @@ func (lw *listWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptio
 		lw.health.tracker.logger.Info("a re-list's differences were cut short: listing again")
 		return nil, reportedError{apierrors.NewResourceExpired("a re-list inside the watch was cut short; listing again")}
 	}
-	probe := lw.probeWatch(opts)
+	p := lw.newWatchProbe(opts)
+	probe := p.probe
 	if lw.health.stalled.Load() {
 		probe = nil // a stalled watch is as quiet as a working one: no probe tells them apart
 	}
 	if lw.health.watchBroken.Swap(false) &&
 		!lw.health.waitOrHealed(ctx, failedAttempt{Reason: failure.WatchFailed}, lw.health.backoff.delay(), probe) {
 		return nil, ctx.Err()
+	}
+	if pw := p.take(); pw != nil {
+		lw.health.tracker.watchStarted()
+		return newLeanWatch(ctx, lw, pw, opts), nil
 	}
 	if lw.health.stalls.Load() >= maxStalls {
 		lw.health.stalls.Store(0)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,11 +32,12 @@ func stalled(idle time.Duration) error {
 // with backoff until one succeeds, ctx ends, or the server says the
 // resourceVersion is gone.
 func (lw *listWatch) startWatch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	p := lw.newWatchProbe(opts)
 	for {
 		w, d, err := lw.openWatch(ctx, lw.opts.listOptions(opts), lw.watchStreamBroke(ctx))
 		if err == nil {
 			lw.health.tracker.watchStarted()
-			return newLeanWatch(ctx, lw, w, d != nil, opts), nil
+			return newLeanWatch(ctx, lw, &probedWatch{w: w, final: d != nil}, opts), nil
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -47,42 +47,12 @@ func (lw *listWatch) startWatch(ctx context.Context, opts metav1.ListOptions) (w
 			lw.health.report(ctx, start, err, 0)
 			return nil, reportedError{err}
 		}
-		if !lw.health.failed(ctx, start, err, lw.probeWatch(opts)) {
+		if !lw.health.failed(ctx, start, err, p.probe) {
 			return nil, ctx.Err()
 		}
-	}
-}
-
-// probeWatch returns a probe (see waitOrHealed) for a watch from
-// opts.ResourceVersion that failed to start or broke: it opens the same watch
-// and calls it working when its first frame is a good event, or when nothing
-// breaks it for probeSettle. The probe's watch is then stopped, and the real
-// one opened from the same resourceVersion.
-func (lw *listWatch) probeWatch(opts metav1.ListOptions) func(context.Context) error {
-	return func(ctx context.Context) error {
-		var broke atomic.Pointer[error]
-		pw, _, err := lw.openWatch(ctx, lw.opts.listOptions(opts), func(err error) { broke.Store(&err) })
-		if err != nil {
-			return err
-		}
-		defer pw.Stop()
-		t := time.NewTimer(probeSettle)
-		defer t.Stop()
-		select {
-		case ev, ok := <-pw.ResultChan():
-			switch {
-			case !ok && broke.Load() != nil:
-				return *broke.Load()
-			case !ok:
-				return errors.New("the probe watch closed before its first event")
-			case ev.Type == watch.Error:
-				return apierrors.FromObject(ev.Object)
-			}
-			return nil
-		case <-t.C:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
+		if pw := p.take(); pw != nil {
+			lw.health.tracker.watchStarted()
+			return newLeanWatch(ctx, lw, pw, opts), nil
 		}
 	}
 }
@@ -138,8 +108,8 @@ type leanWatch struct {
 	opts metav1.ListOptions
 	// rv is the resourceVersion of the last event handed to the reflector.
 	rv string
-	// peeked is an event read ahead from inner (see waitExpiry), handed on
-	// before anything else.
+	// peeked is an event read ahead from inner (by a probe, see watchProbe),
+	// handed on before anything else.
 	peeked *watch.Event
 	out    chan watch.Event
 	stop   chan struct{}
@@ -151,9 +121,11 @@ type leanWatch struct {
 	skips shardSkips
 }
 
-func newLeanWatch(ctx context.Context, lw *listWatch, inner watch.Interface, final bool, opts metav1.ListOptions) *leanWatch {
+// newLeanWatch wraps inner, a watch from opts.ResourceVersion (opts are the
+// reflector's options), and starts handing on its events.
+func newLeanWatch(ctx context.Context, lw *listWatch, inner *probedWatch, opts metav1.ListOptions) *leanWatch {
 	ctx, cancel := context.WithCancel(ctx)
-	w := &leanWatch{lw: lw, inner: inner, final: final, opts: opts, rv: opts.ResourceVersion, out: make(chan watch.Event),
+	w := &leanWatch{lw: lw, inner: inner.w, final: inner.final, peeked: inner.first, opts: opts, rv: opts.ResourceVersion, out: make(chan watch.Event),
 		stop: make(chan struct{}), cancel: cancel, done: make(chan struct{})}
 	go w.run(ctx)
 	return w
@@ -342,45 +314,29 @@ func (w *leanWatch) send(ctx context.Context, ev watch.Event) bool {
 // watch was stopped.
 func (w *leanWatch) waitExpiry(ctx context.Context, f failedAttempt, d time.Duration) (healed, alive bool) {
 	w.inner.Stop()
-	healed = false
-	probe := func(ctx context.Context) error {
-		opts := w.opts
-		opts.ResourceVersion = w.rv
-		pw, dec, err := w.lw.openWatch(ctx, w.lw.opts.listOptions(opts), w.lw.watchStreamBroke(ctx))
-		if err != nil {
-			return err
-		}
-		t := time.NewTimer(probeSettle)
-		defer t.Stop()
-		select {
-		case ev, ok := <-pw.ResultChan():
-			if !ok {
-				pw.Stop()
-				return errors.New("the probe watch closed before its first event")
-			}
-			if ev.Type == watch.Error {
-				pw.Stop()
-				return apierrors.FromObject(ev.Object)
-			}
-			w.peeked = &ev
-		case <-t.C: // quiet, not expired: a working watch
-		case <-ctx.Done():
-			pw.Stop()
-			return ctx.Err()
-		}
-		w.inner, w.final, healed = pw, dec != nil, true
-		w.lw.health.tracker.watchStarted()
-		return nil
-	}
-	if !w.lw.health.waitOrHealed(ctx, f, d, probe) {
+	opts := w.opts
+	opts.ResourceVersion = w.rv
+	p := w.lw.newWatchProbe(opts)
+	if !w.lw.health.waitOrHealed(ctx, f, d, p.probe) {
 		return false, false
 	}
-	return healed, true
+	pw := p.take()
+	if pw == nil {
+		return false, true
+	}
+	w.adopt(pw)
+	return true, true
+}
+
+// adopt makes a watch a probe found working the inner watch.
+func (w *leanWatch) adopt(pw *probedWatch) {
+	w.inner, w.final, w.peeked = pw.w, pw.final, pw.first
+	w.lw.health.tracker.watchStarted()
 }
 
 // resume replaces a broken inner watch with a new one from the
 // resourceVersion the reflector last got, after the backoff (probed, see
-// probeWatch), without ending the watch the reflector holds: client-go's
+// watchProbe), without ending the watch the reflector holds: client-go's
 // reflector treats a watch that ends within a second without an event as an
 // error and lists everything again after its own backoff, which leanstore
 // cannot shorten. A resourceVersion that expired meanwhile lists inside the
@@ -390,14 +346,18 @@ func (w *leanWatch) resume(ctx context.Context) bool {
 	lw, h := w.lw, w.lw.health
 	opts := w.opts
 	opts.ResourceVersion = w.rv
-	if !h.waitOrHealed(ctx, failedAttempt{Reason: failure.WatchFailed}, h.backoff.delay(), lw.probeWatch(opts)) {
+	p := lw.newWatchProbe(opts)
+	if !h.waitOrHealed(ctx, failedAttempt{Reason: failure.WatchFailed}, h.backoff.delay(), p.probe) {
 		return false
 	}
 	for {
+		if pw := p.take(); pw != nil {
+			w.adopt(pw)
+			return true
+		}
 		inner, d, err := lw.openWatch(ctx, lw.opts.listOptions(opts), lw.watchStreamBroke(ctx))
 		if err == nil {
-			w.inner, w.final = inner, d != nil
-			h.tracker.watchStarted()
+			w.adopt(&probedWatch{w: inner, final: d != nil})
 			return true
 		}
 		if ctx.Err() != nil {
@@ -407,15 +367,11 @@ func (w *leanWatch) resume(ctx context.Context) bool {
 			h.report(ctx, failedAttempt{Reason: failure.WatchStartFailed}, err, 0)
 			return w.relist(ctx)
 		}
-		if !h.failed(ctx, failedAttempt{Reason: failure.WatchStartFailed}, err, lw.probeWatch(opts)) {
+		if !h.failed(ctx, failedAttempt{Reason: failure.WatchStartFailed}, err, p.probe) {
 			return false
 		}
 	}
 }
-
-// probeSettle is how long a probe watch must stay open without expiring to
-// count as working: a server that expires a watch does so in its first frame.
-const probeSettle = 500 * time.Millisecond
 
 // relist lists again after the server said the watch's resourceVersion is gone,
 // hands the reflector the differences from what it has been handed (see
