@@ -109,16 +109,12 @@ type jsonSource struct {
 }
 
 func (s *jsonSource) request(opts *metav1.ListOptions) *rest.Request {
-	var timeout time.Duration
-	if opts.TimeoutSeconds != nil {
-		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
-	}
 	return s.client.Get().
 		NamespaceIfScoped(s.namespace, s.namespace != "").
 		Resource(s.resource).
 		SpecificallyVersionedParams(opts, metav1.ParameterCodec, schema.GroupVersion{Version: "v1"}).
 		SetHeader("Accept", runtime.ContentTypeJSON).
-		Timeout(timeout)
+		Timeout(timeoutOf(*opts))
 }
 
 func (s *jsonSource) list(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {

@@ -46,23 +46,21 @@ type restSource struct {
 
 func (s *restSource) newObject() runtime.Object { return newLike(s.example) }
 
-func (s *restSource) rawList(ctx context.Context, opts metav1.ListOptions) (io.ReadCloser, error) {
+// get is the GET request of a list, or of a watch when opts.Watch is set.
+func (s *restSource) get(opts *metav1.ListOptions) *rest.Request {
 	return s.client.Get().
 		NamespaceIfScoped(s.ns(), s.ns() != "").
 		Resource(s.mapping.resource()).
-		VersionedParams(&opts, scheme.ParameterCodec).
-		SetHeader("Accept", runtime.ContentTypeProtobuf).
-		Stream(ctx)
+		VersionedParams(opts, scheme.ParameterCodec)
+}
+
+func (s *restSource) rawList(ctx context.Context, opts metav1.ListOptions) (io.ReadCloser, error) {
+	return s.get(&opts).SetHeader("Accept", runtime.ContentTypeProtobuf).Stream(ctx)
 }
 
 func (s *restSource) rawWatch(ctx context.Context, opts metav1.ListOptions) (io.ReadCloser, error) {
 	opts.Watch = true
-	return s.client.Get().
-		NamespaceIfScoped(s.ns(), s.ns() != "").
-		Resource(s.mapping.resource()).
-		VersionedParams(&opts, scheme.ParameterCodec).
-		SetHeader("Accept", runtime.ContentTypeProtobuf).
-		Stream(ctx)
+	return s.get(&opts).SetHeader("Accept", runtime.ContentTypeProtobuf).Stream(ctx)
 }
 
 // newLike returns a new empty object of example's type.
@@ -80,31 +78,21 @@ func (s *restSource) ns() string {
 }
 
 func (s *restSource) list(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-	var timeout time.Duration
-	if opts.TimeoutSeconds != nil {
-		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
-	}
-	return s.client.Get().
-		NamespaceIfScoped(s.ns(), s.ns() != "").
-		Resource(s.mapping.resource()).
-		VersionedParams(&opts, scheme.ParameterCodec).
-		Timeout(timeout).
-		Do(ctx).
-		Get()
+	return s.get(&opts).Timeout(timeoutOf(opts)).Do(ctx).Get()
 }
 
 func (s *restSource) watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	opts.Watch = true
-	var timeout time.Duration
-	if opts.TimeoutSeconds != nil {
-		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
+	return s.get(&opts).Timeout(timeoutOf(opts)).Watch(ctx)
+}
+
+// timeoutOf is the client-side time-out of a request with opts, as client-go's
+// generated clients set it: the server's time-out, or none.
+func timeoutOf(opts metav1.ListOptions) time.Duration {
+	if opts.TimeoutSeconds == nil {
+		return 0
 	}
-	return s.client.Get().
-		NamespaceIfScoped(s.ns(), s.ns() != "").
-		Resource(s.mapping.resource()).
-		VersionedParams(&opts, scheme.ParameterCodec).
-		Timeout(timeout).
-		Watch(ctx)
+	return time.Duration(*opts.TimeoutSeconds) * time.Second
 }
 
 // dynamicSource lists and watches any resource as unstructured objects (JSON).
