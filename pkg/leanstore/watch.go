@@ -119,6 +119,13 @@ type leanWatch struct {
 	// skips are the events of other shards dropped since the reflector was
 	// last advanced (WithShard, shard_watch.go).
 	skips shardSkips
+
+	// Of the current inner watch, for run's goroutine only: the events it
+	// delivered, when it started, and the timer of its idle time-out (nil
+	// when there is none).
+	events  int
+	started time.Time
+	idle    *time.Timer
 }
 
 // newLeanWatch wraps inner, a watch from opts.ResourceVersion (opts are the
@@ -147,144 +154,163 @@ func (w *leanWatch) run(ctx context.Context) {
 	defer close(w.out)
 	defer func() { w.inner.Stop() }() // inner changes after a re-list
 	defer w.cancel()
-
-	h := w.lw.health
-	idleTimeout := w.lw.opts.idleTimeout
-	var idle <-chan time.Time
-	var timer *time.Timer
-	if idleTimeout > 0 {
-		timer = time.NewTimer(idleTimeout)
-		defer timer.Stop()
-		idle = timer.C
-	}
 	defer w.skips.stop()
+
+	var idle <-chan time.Time
+	if t := w.lw.opts.idleTimeout; t > 0 {
+		w.idle = time.NewTimer(t)
+		defer w.idle.Stop()
+		idle = w.idle.C
+	}
 	// ringChanged is closed when the shard ring changes (WithShard): the
 	// watch then lists again inside itself (see rebalance).
 	ringChanged := w.lw.shard.changed()
-	events, started := 0, time.Now()
+	w.restarted()
 	for {
-		var ev watch.Event
-		var ok bool
 		if w.peeked != nil {
-			ev, ok, w.peeked = *w.peeked, true, nil
-		} else {
-			select {
-			case <-w.stop:
+			ev := *w.peeked
+			w.peeked = nil
+			if !w.handle(ctx, ev, true) {
 				return
-			case <-ctx.Done():
-				return
-			case <-idle:
-				h.watchStalled(ctx, idleTimeout, events)
-				return // the reflector sees the channel close and watches again from its last resourceVersion
-			case <-w.skips.due:
-				if !w.flushSkipped(ctx) {
-					return
-				}
-				continue
-			case <-ringChanged:
-				if !w.rebalance(ctx) {
-					return
-				}
-				ringChanged = w.lw.shard.changed()
-				continue
-			case ev, ok = <-w.inner.ResultChan():
 			}
+			continue
 		}
-		{
-			if !ok {
-				// A stream that broke (cut, undecodable) is resumed inside this
-				// watch; one that ended cleanly (the server's time-out) ends it,
-				// and the reflector watches again from its last resourceVersion.
-				if !h.watchBroken.Swap(false) || ctx.Err() != nil || !w.resume(ctx) {
-					return
-				}
-				events, started = 0, time.Now()
-				if timer != nil {
-					timer.Reset(idleTimeout)
-				}
-				continue
+		select {
+		case <-w.stop:
+			return
+		case <-ctx.Done():
+			return
+		case <-idle:
+			w.lw.health.watchStalled(ctx, w.lw.opts.idleTimeout, w.events)
+			return // the reflector sees the channel close and watches again from its last resourceVersion
+		case <-w.skips.due:
+			if !w.flushSkipped(ctx) {
+				return
 			}
-			if timer != nil {
-				timer.Reset(idleTimeout)
+		case <-ringChanged:
+			if !w.rebalance(ctx) {
+				return
 			}
-			// An event of another shard is dropped; the bookmarks that stand
-			// for dropped events keep the reflector's resourceVersion current.
-			if ev = w.filter(ev); ev.Type == eventSkipped {
-				if events++; events == 1 {
-					h.delivered()
-				}
-				if !w.skipped(ctx, ev) {
-					return
-				}
-				continue
-			}
-			switch ev.Type {
-			case watch.Added, watch.Modified, watch.Deleted:
-				if w.final {
-					break
-				}
-				obj, err := w.lw.strip.apply(ev.Object, w.lw.gr())
-				if err != nil {
-					h.report(ctx, failedAttempt{Reason: failure.WatchFailed}, err, 0)
-					return
-				}
-				o, ok := obj.(runtime.Object)
-				if !ok {
-					h.report(ctx, failedAttempt{Reason: failure.WatchFailed}, fmt.Errorf("%s: transform returned %T, not a runtime.Object", w.lw.gr(), obj), 0)
-					return
-				}
-				ev.Object = o
-			case watch.Error:
-				if ctx.Err() != nil {
-					// client-go's stream watcher turns the cancelled read of a
-					// watch that is being stopped into an ERROR event: not a failure.
-					return
-				}
-				err := apierrors.FromObject(ev.Object)
-				if isExpired(err) {
-					// An expiry on a watch that lived lists at once; one that ends
-					// a watch at its start, before any event, waits out a growing
-					// backoff, so that a server (or proxy) that answers every
-					// watch with 410 costs a bounded number of lists.
-					var d time.Duration
-					if events == 0 && time.Since(started) < time.Second {
-						d = h.expiry.delay()
-					} else {
-						h.expiry.reset()
-					}
-					h.report(ctx, failedAttempt{Reason: failure.WatchError}, err, d)
-					healed, alive := w.waitExpiry(ctx, failedAttempt{Reason: failure.WatchError}, d)
-					if !alive || (!healed && !w.relist(ctx)) {
-						return
-					}
-					events, started = 0, time.Now() // a new watch
-					if timer != nil {
-						timer.Reset(idleTimeout)
-					}
-					continue
-				}
-				// Any other ERROR event ends the stream (client-go's stream
-				// watcher stops after it): resume inside this watch.
-				h.report(ctx, failedAttempt{Reason: failure.WatchError}, err, 0)
-				if !w.resume(ctx) {
-					return
-				}
-				events, started = 0, time.Now()
-				if timer != nil {
-					timer.Reset(idleTimeout)
-				}
-				continue
-			}
-			if ev.Type != watch.Error {
-				if events++; events == 1 {
-					h.delivered()
-				}
-			}
-			if !w.send(ctx, ev) {
+			ringChanged = w.lw.shard.changed()
+		case ev, ok := <-w.inner.ResultChan():
+			if !w.handle(ctx, ev, ok) {
 				return
 			}
 		}
 	}
+}
+
+// restarted records that a new inner watch starts: no event yet, and a fresh
+// idle time-out.
+func (w *leanWatch) restarted() {
+	w.events, w.started = 0, time.Now()
+	w.resetIdle()
+}
+
+func (w *leanWatch) resetIdle() {
+	if w.idle != nil {
+		w.idle.Reset(w.lw.opts.idleTimeout)
+	}
+}
+
+// handle deals with what the inner watch sent (ok false: it closed) and hands
+// the reflector what it should see; false means the watch ends.
+func (w *leanWatch) handle(ctx context.Context, ev watch.Event, ok bool) bool {
+	h := w.lw.health
+	if !ok {
+		// A stream that broke (cut, undecodable) is resumed inside this
+		// watch; one that ended cleanly (the server's time-out) ends it,
+		// and the reflector watches again from its last resourceVersion.
+		if !h.watchBroken.Swap(false) || ctx.Err() != nil || !w.resume(ctx) {
+			return false
+		}
+		w.restarted()
+		return true
+	}
+	w.resetIdle()
+	// An event of another shard is dropped; the bookmarks that stand for
+	// dropped events keep the reflector's resourceVersion current.
+	if ev = w.filter(ev); ev.Type == eventSkipped {
+		w.counted()
+		return w.skipped(ctx, ev)
+	}
+	switch ev.Type {
+	case watch.Added, watch.Modified, watch.Deleted:
+		var err error
+		if ev, err = w.stripped(ev); err != nil {
+			h.report(ctx, failedAttempt{Reason: failure.WatchFailed}, err, 0)
+			return false
+		}
+	case watch.Error:
+		return w.watchError(ctx, ev)
+	}
+	w.counted()
+	return w.send(ctx, ev)
+}
+
+// counted counts an event of the inner watch: its first tells that the
+// watch works.
+func (w *leanWatch) counted() {
+	if w.events++; w.events == 1 {
+		w.lw.health.delivered()
+	}
+}
+
+// stripped returns ev with its object stripped, unless the lean decoder
+// already did.
+func (w *leanWatch) stripped(ev watch.Event) (watch.Event, error) {
+	if w.final {
+		return ev, nil
+	}
+	obj, err := w.lw.strip.apply(ev.Object, w.lw.gr())
+	if err != nil {
+		return ev, err
+	}
+	o, ok := obj.(runtime.Object)
+	if !ok {
+		return ev, fmt.Errorf("%s: transform returned %T, not a runtime.Object", w.lw.gr(), obj)
+	}
+	ev.Object = o
+	return ev, nil
+}
+
+// watchError deals with an ERROR event, which ends the inner watch; false
+// means the watch ends.
+func (w *leanWatch) watchError(ctx context.Context, ev watch.Event) bool {
+	if ctx.Err() != nil {
+		// client-go's stream watcher turns the cancelled read of a watch that
+		// is being stopped into an ERROR event: not a failure.
+		return false
+	}
+	h := w.lw.health
+	err := apierrors.FromObject(ev.Object)
+	if !isExpired(err) {
+		// Any other ERROR event ends the stream (client-go's stream watcher
+		// stops after it): resume inside this watch.
+		h.report(ctx, failedAttempt{Reason: failure.WatchError}, err, 0)
+		if !w.resume(ctx) {
+			return false
+		}
+		w.restarted()
+		return true
+	}
+	// An expiry on a watch that lived lists at once; one that ends a watch at
+	// its start, before any event, waits out a growing backoff, so that a
+	// server (or proxy) that answers every watch with 410 costs a bounded
+	// number of lists.
+	var d time.Duration
+	if w.events == 0 && time.Since(w.started) < time.Second {
+		d = h.expiry.delay()
+	} else {
+		h.expiry.reset()
+	}
+	h.report(ctx, failedAttempt{Reason: failure.WatchError}, err, d)
+	healed, alive := w.waitExpiry(ctx, failedAttempt{Reason: failure.WatchError}, d)
+	if !alive || (!healed && !w.relist(ctx)) {
+		return false
+	}
+	w.restarted() // a new watch
+	return true
 }
 
 // send hands ev to the reflector and records it in the view; false means the
