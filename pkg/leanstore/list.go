@@ -47,97 +47,134 @@ func (lw *listWatch) listRV(reflectorRV string) string {
 // list lists every object from rv ("" for the latest), by a streaming list or a
 // paged LIST, retrying with backoff until it succeeds or ctx ends.
 func (lw *listWatch) list(ctx context.Context, rv string) (listResult, error) {
-	listFailure := failedAttempt{Reason: failure.InitialListFailed, Relist: lw.health.synced.Load()}
-	streamFailure := listFailure
-	streamFailure.Streaming = true
-	pace := newPacer(lw.opts.heapBound).reportTo(lw.health.tracker)
-	// streamFailures counts this list's failed streaming lists: after
-	// maxStreamFailures the list uses a paged LIST, whose failures are
-	// retried with cheap probes (see waitOrHealed) and so recover as soon as
-	// the server does.
-	streamFailures, pagedWhy := 0, ""
+	l := &listing{rv: rv, pace: newPacer(lw.opts.heapBound).reportTo(lw.health.tracker),
+		failure: failedAttempt{Reason: failure.InitialListFailed, Relist: lw.health.synced.Load()}}
 	for {
-		// Sharding (shard.go): the list keeps the objects of the membership's
-		// latest ring, and waits for the membership to be ready.
-		if err := lw.shard.apply(ctx); err != nil {
-			if ctx.Err() != nil || !lw.health.failed(ctx, listFailure, err, nil) {
+		if err := lw.prepareList(ctx); err != nil {
+			if ctx.Err() != nil || !lw.health.failed(ctx, l.failure, err, nil) {
 				return listResult{}, ctx.Err()
 			}
 			continue
 		}
-		if err := lw.src.resolve(ctx); err != nil {
-			if !lw.health.failed(ctx, listFailure, err, nil) {
-				return listResult{}, ctx.Err()
-			}
-			continue
-		}
-		if lw.useStreaming() && streamFailures < maxStreamFailures {
-			res, err := lw.streamingList(ctx, rv, pace)
+		if lw.useStreaming() && l.streamFailures < maxStreamFailures {
+			res, err := lw.streamingList(ctx, l.rv, l.pace)
 			if err == nil {
-				pace.finish()
+				l.pace.finish()
 				return lw.listed(res, ListPathStreaming, lw.state.streamingReason()), nil
 			}
-			if ctx.Err() != nil {
+			switch lw.streamingFailed(ctx, l, err) {
+			case listEnded:
 				return listResult{}, ctx.Err()
-			}
-			switch {
-			case errors.Is(err, errAnsweredJSON):
-				lw.answeredJSON(err)
-				continue
-			case errors.Is(err, errNoInitialEventsEnd):
-				f := streamFailure
-				f.Reason = failure.InitialEventsEndMissing
-				lw.health.report(ctx, f, err, 0)
-				lw.state.refuse(lw.opts.streaming, err)
-				// fall through to a paged LIST right away
-			case refusesStreaming(err):
-				lw.state.refuse(lw.opts.streaming, err)
-				// fall through to a paged LIST right away
-			case errors.Is(err, errStalled):
-				// Nothing came, not even the end of the initial events: list with
-				// LIST this time rather than wait another idle period.
-				lw.health.report(ctx, streamFailure, err, 0)
-			case isExpired(err) && rv != "":
-				lw.health.report(ctx, streamFailure, err, 0)
-				rv = ""
-				continue
-			default:
-				if streamFailures++; streamFailures >= maxStreamFailures {
-					lw.health.report(ctx, streamFailure, err, 0)
-					pagedWhy = fmt.Sprintf("%d streaming lists failed in a row; listing with LIST this time", streamFailures)
-					break // to a paged LIST right away
-				}
-				if !lw.health.failed(ctx, streamFailure, err, nil) {
-					return listResult{}, ctx.Err()
-				}
+			case listAgain:
 				continue
 			}
 		}
-		res, err := lw.pagedList(ctx, rv, pace)
+		res, err := lw.pagedList(ctx, l.rv, l.pace)
 		if err == nil {
-			pace.finish()
-			why := pagedWhy
+			l.pace.finish()
+			why := l.pagedWhy
 			if why == "" {
 				why = lw.pagedReason()
 			}
 			return lw.listed(res, ListPathPaged, why), nil
 		}
-		if ctx.Err() != nil {
-			return listResult{}, ctx.Err()
-		}
-		switch {
-		case errors.Is(err, errAnsweredJSON):
-			lw.answeredJSON(err)
-			continue
-		case isExpired(err) && rv != "":
-			lw.health.report(ctx, listFailure, err, 0)
-			rv = ""
-			continue
-		}
-		if !lw.health.failed(ctx, listFailure, err, lw.probeList) {
+		if !lw.pagedFailed(ctx, l, err) {
 			return listResult{}, ctx.Err()
 		}
 	}
+}
+
+// listing is one list's state across its attempts.
+type listing struct {
+	// rv is the resourceVersion to list from; "" once it expired.
+	rv      string
+	pace    *pacer
+	failure failedAttempt
+	// streamFailures counts this list's failed streaming lists: after
+	// maxStreamFailures the list uses a paged LIST, whose failures are
+	// retried with cheap probes (see waitOrHealed) and so recover as soon as
+	// the server does.
+	streamFailures int
+	// pagedWhy says why the list fell back to a paged LIST, when it did.
+	pagedWhy string
+}
+
+// listStep is what a list does after a failed streaming list.
+type listStep int
+
+const (
+	listAgain listStep = iota // from the top, streaming again if it may
+	listPaged                 // with a paged LIST right away
+	listEnded                 // not at all: ctx ended
+)
+
+// prepareList readies a list: with WithShard it takes the membership's
+// latest ring (shard.go) and waits for the membership to be ready; then the
+// source resolves the resource.
+func (lw *listWatch) prepareList(ctx context.Context) error {
+	if err := lw.shard.apply(ctx); err != nil {
+		return err
+	}
+	return lw.src.resolve(ctx)
+}
+
+// streamingFailed reports a failed streaming list, waits out the backoff
+// where one is due, and says what the list does next.
+func (lw *listWatch) streamingFailed(ctx context.Context, l *listing, err error) listStep {
+	if ctx.Err() != nil {
+		return listEnded
+	}
+	f := l.failure
+	f.Streaming = true
+	switch {
+	case errors.Is(err, errAnsweredJSON):
+		lw.answeredJSON(err)
+		return listAgain
+	case errors.Is(err, errNoInitialEventsEnd):
+		f.Reason = failure.InitialEventsEndMissing
+		lw.health.report(ctx, f, err, 0)
+		lw.state.refuse(lw.opts.streaming, err)
+		return listPaged
+	case refusesStreaming(err):
+		lw.state.refuse(lw.opts.streaming, err)
+		return listPaged
+	case errors.Is(err, errStalled):
+		// Nothing came, not even the end of the initial events: list with
+		// LIST this time rather than wait another idle period.
+		lw.health.report(ctx, f, err, 0)
+		return listPaged
+	case isExpired(err) && l.rv != "":
+		lw.health.report(ctx, f, err, 0)
+		l.rv = ""
+		return listAgain
+	}
+	if l.streamFailures++; l.streamFailures >= maxStreamFailures {
+		lw.health.report(ctx, f, err, 0)
+		l.pagedWhy = fmt.Sprintf("%d streaming lists failed in a row; listing with LIST this time", l.streamFailures)
+		return listPaged
+	}
+	if !lw.health.failed(ctx, f, err, nil) {
+		return listEnded
+	}
+	return listAgain
+}
+
+// pagedFailed reports a failed paged LIST and waits out the backoff (probed,
+// see probeList) where one is due; false means ctx ended.
+func (lw *listWatch) pagedFailed(ctx context.Context, l *listing, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	switch {
+	case errors.Is(err, errAnsweredJSON):
+		lw.answeredJSON(err)
+		return true
+	case isExpired(err) && l.rv != "":
+		lw.health.report(ctx, l.failure, err, 0)
+		l.rv = ""
+		return true
+	}
+	return lw.health.failed(ctx, l.failure, err, lw.probeList)
 }
 
 // maxStreamFailures is how many streaming lists in a row may fail before a
@@ -301,20 +338,11 @@ var initialEventsEndWait = 10 * time.Second
 // or a plain bookmark before it, or that ends cleanly without it, comes from a
 // server that does not send it, which errNoInitialEventsEnd reports.
 func (lw *listWatch) streamingList(ctx context.Context, rv string, pace *pacer) (listResult, error) {
-	timeout := int64((5 + rand.Float64()*5) * 60) // like client-go: 5 to 10 minutes
-	send := true
-	opts := lw.opts.listOptions(metav1.ListOptions{
-		ResourceVersion:      rv,
-		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
-		SendInitialEvents:    &send,
-		AllowWatchBookmarks:  true,
-		TimeoutSeconds:       &timeout,
-	})
 	// A break while the initial events stream is this list's failure; after the
 	// initial-events-end bookmark the stream carries on as the reflector's watch
 	// (see pendingWatch), and a break is reported as a watch failure.
 	brk := &listBreak{}
-	w, d, err := lw.openWatch(ctx, opts, brk.onBroken(lw.watchStreamBroke(ctx)))
+	w, d, err := lw.openWatch(ctx, lw.streamingListOptions(rv), brk.onBroken(lw.watchStreamBroke(ctx)))
 	if err != nil {
 		return listResult{}, err
 	}
@@ -339,66 +367,99 @@ func (lw *listWatch) streamingList(ctx context.Context, rv string, pace *pacer) 
 			return res, fmt.Errorf("%w: nothing for %s after %d objects", errNoInitialEventsEnd, quiet, len(res.items))
 		case ev, ok := <-w.ResultChan():
 			if !ok {
-				if err := brk.err(); err != nil {
-					return res, err
-				}
-				if events == 0 {
-					return res, fmt.Errorf("streaming list of %s ended before any event", lw.gr())
-				}
-				return res, fmt.Errorf("%w: the stream ended after %d objects", errNoInitialEventsEnd, len(res.items))
+				return res, lw.streamEnded(brk.err(), events, len(res.items))
 			}
 			events++
 			timer.Reset(quiet)
+			var err error
 			switch ev.Type {
 			case watch.Added:
-				kept, reused := ev.Object, false
-				if d == nil { // objects from the lean decoder are final already
-					var err error
-					if kept, reused, err = lw.keep(ev.Object, false); err != nil {
-						w.Stop()
-						return res, err
-					}
-					if kept == nil { // another shard's (WithShard)
-						lw.shard.skippedListed.Add(1)
-						continue
-					}
-				}
-				res.items = append(res.items, kept)
-				if reused {
-					res.reused++
-				}
-				pace.tick()
+				err = lw.addStreamed(&res, ev.Object, d == nil, pace)
 			case eventSkipped: // another shard's, from the lean decoder (WithShard)
 				lw.shard.skippedListed.Add(1)
 			case watch.Modified, watch.Deleted:
-				w.Stop()
-				return res, fmt.Errorf("%w: a %s event came after %d objects", errNoInitialEventsEnd, ev.Type, len(res.items))
+				err = fmt.Errorf("%w: a %s event came after %d objects", errNoInitialEventsEnd, ev.Type, len(res.items))
 			case watch.Bookmark:
-				m, err := meta.Accessor(ev.Object)
-				if err != nil {
-					w.Stop()
-					return res, fmt.Errorf("streaming list of %s: bookmark: %w", lw.gr(), err)
+				if err = lw.initialEventsEnd(&res, ev, d); err == nil {
+					brk.listed()
+					lw.setPending(ctx, w, res.rv, d != nil)
+					return res, nil
 				}
-				if m.GetAnnotations()[metav1.InitialEventsAnnotationKey] != "true" {
-					// A server that serves streaming lists sends no other bookmark
-					// before the end of the initial events: this one ignored
-					// sendInitialEvents (an API server older than 1.27).
-					w.Stop()
-					return res, errStreamingIgnored
-				}
-				res.rv = m.GetResourceVersion()
-				if d != nil {
-					res.reused = d.reused
-				}
-				brk.listed()
-				lw.setPending(ctx, w, res.rv, d != nil)
-				return res, nil
 			case watch.Error:
+				err = apierrors.FromObject(ev.Object)
+			}
+			if err != nil {
 				w.Stop()
-				return res, apierrors.FromObject(ev.Object)
+				return res, err
 			}
 		}
 	}
+}
+
+// streamingListOptions are the options of a streaming list from rv.
+func (lw *listWatch) streamingListOptions(rv string) metav1.ListOptions {
+	timeout := int64((5 + rand.Float64()*5) * 60) // like client-go: 5 to 10 minutes
+	send := true
+	return lw.opts.listOptions(metav1.ListOptions{
+		ResourceVersion:      rv,
+		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
+		SendInitialEvents:    &send,
+		AllowWatchBookmarks:  true,
+		TimeoutSeconds:       &timeout,
+	})
+}
+
+// streamEnded is the error of a streaming list whose stream closed before
+// the end of its initial events: brk, when it broke.
+func (lw *listWatch) streamEnded(brk error, events, items int) error {
+	switch {
+	case brk != nil:
+		return brk
+	case events == 0:
+		return fmt.Errorf("streaming list of %s ended before any event", lw.gr())
+	}
+	return fmt.Errorf("%w: the stream ended after %d objects", errNoInitialEventsEnd, items)
+}
+
+// addStreamed adds a streamed object to res; decode says it still needs
+// stripping (it does not come from the lean decoder).
+func (lw *listWatch) addStreamed(res *listResult, obj kruntime.Object, decode bool, pace *pacer) error {
+	reused := false
+	if decode {
+		var err error
+		if obj, reused, err = lw.keep(obj, false); err != nil {
+			return err
+		}
+		if obj == nil { // another shard's (WithShard)
+			lw.shard.skippedListed.Add(1)
+			return nil
+		}
+	}
+	res.items = append(res.items, obj)
+	if reused {
+		res.reused++
+	}
+	pace.tick()
+	return nil
+}
+
+// initialEventsEnd completes res with the bookmark that ends a streaming
+// list's initial events. Any other bookmark is an error: a server that serves
+// streaming lists sends none before the end of the initial events, so this
+// one ignored sendInitialEvents (an API server older than 1.27).
+func (lw *listWatch) initialEventsEnd(res *listResult, ev watch.Event, d *protoDecoder) error {
+	m, err := meta.Accessor(ev.Object)
+	if err != nil {
+		return fmt.Errorf("streaming list of %s: bookmark: %w", lw.gr(), err)
+	}
+	if m.GetAnnotations()[metav1.InitialEventsAnnotationKey] != "true" {
+		return errStreamingIgnored
+	}
+	res.rv = m.GetResourceVersion()
+	if d != nil {
+		res.reused = d.reused
+	}
+	return nil
 }
 
 // keep returns the object to store for obj: the handed object when it has the
