@@ -191,7 +191,7 @@ func RunShards(ctx context.Context, cfg ShardConfig, seed uint64) (ShardResult, 
 		res.Writes = int(written.Load())
 		return writeErr
 	}
-	defer endWrites()
+	defer func() { _ = endWrites() }() // on an early return; a second call returns at once
 	sleepCtx(ctx, 2*time.Second)
 
 	killed := time.Now()
@@ -394,8 +394,10 @@ func (r *replicaProc) ask(ctx context.Context, cmd string) (*replicaState, error
 func (h *shardRun) kill(id string) *replicaProc {
 	r := h.replica(id)
 	_ = r.cmd.Process.Signal(syscall.SIGKILL)
-	_ = r.cmd.Wait()
+	// Every line it wrote before it died is read before Wait closes its
+	// stdout.
 	r.read.Wait()
+	_ = r.cmd.Wait()
 	r.dead = true
 	return r
 }
@@ -407,8 +409,8 @@ func (h *shardRun) stopAll() {
 		_ = r.in.Close()
 	}
 	for _, r := range h.live() {
-		_ = r.cmd.Wait()
 		r.read.Wait()
+		_ = r.cmd.Wait()
 		r.dead = true
 	}
 }
