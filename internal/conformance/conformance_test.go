@@ -20,6 +20,14 @@ import (
 var srv *testapiserver.Server
 
 func TestMain(m *testing.M) {
+	// A replica process of TestShardUnion (see conformance.RunShards).
+	if spec := os.Getenv(conformance.ShardReplicaEnv); spec != "" {
+		if err := conformance.ServeShardReplica(context.Background(), spec, os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	// Every fault makes the informers log; the results say what matters.
 	klog.LogToStderr(false)
 	klog.SetOutput(io.Discard)

@@ -30,4 +30,12 @@
 // Run(ctx, cfg, seed) runs one program; a failing seed is replayed with the
 // same seed. The package's tests run a fixed set of seeds in `make test` and any
 // number in `make conformance`.
+//
+// RunShards(ctx, cfg, seed) applies the same checks to sharded informers
+// (leanstore.WithShard): replica processes coordinated by Leases split the
+// Pods while the writer writes, one is killed with SIGKILL and another joins,
+// and the union of their stores is checked against a fresh consistent LIST,
+// with each replica's handlers checked as above and every object that moved
+// checked not to reach its new owner older than its old owner had it. The
+// replicas are the test binary itself, run again with ShardReplicaEnv set.
 package conformance

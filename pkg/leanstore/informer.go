@@ -65,6 +65,9 @@ func newInformer(cfg informerConfig, o *options, state *factoryState, m *metrics
 		health: newHealth(tr, o.backoff), view: newView(), example: cfg.example,
 		shard: newShardFilter(o.shard),
 	}
+	if lw.shard != nil {
+		lw.view.movedOut = func(obj runtime.Object) bool { return !lw.shard.owns(obj) }
+	}
 	lw.streaming, lw.streamingWhy = effectiveStreaming(o.streaming, cfg.client)
 	if cfg.lean {
 		lw.raw = cfg.src.(rawSource)

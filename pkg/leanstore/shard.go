@@ -28,6 +28,9 @@ import (
 // again inside its watch and hands client-go only the difference: ADDED for
 // the objects that came to this replica, DELETED for those that went to
 // another. Until it has, Status reports it rebalancing and Check fails.
+// Both events carry the object's own resourceVersion, so that the informer's
+// LastSyncResourceVersion goes back while they are handed over, and is at the
+// list's again once they have been (docs/sharding.md, "How ownership moves").
 //
 // Sharding saves memory and decoding, not bandwidth: every replica still
 // receives every object of the resource from the API server. A label or field

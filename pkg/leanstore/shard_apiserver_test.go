@@ -3,6 +3,7 @@ package leanstore_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -39,6 +40,7 @@ type shardedFactory interface {
 // replica is one sharded Pod informer: a replica of a controller.
 type replica struct {
 	name    string
+	m       *leanstore.Membership
 	factory shardedFactory
 	inf     cache.SharedIndexInformer
 	told    *toldState
@@ -118,9 +120,15 @@ func storeOf(inf cache.SharedIndexInformer) map[string]string {
 // must split objects the same way).
 func startReplica(t *testing.T, ctx context.Context, name, ns string, m *leanstore.Membership, metadataOnly bool) *replica {
 	t.Helper()
-	r := &replica{name: name, told: &toldState{objs: map[string]string{}}, metrics: prometheus.NewPedanticRegistry()}
-	opts := []leanstore.Option{leanstore.WithNamespace(ns), leanstore.WithShard(m, leanstore.ShardByObject), leanstore.WithName(name),
-		leanstore.WithMetrics(r.metrics)}
+	return startReplicaWith(t, ctx, name, m, metadataOnly, leanstore.WithNamespace(ns), leanstore.WithShard(m, leanstore.ShardByObject))
+}
+
+// startReplicaWith starts a Pod informer with these options (its namespace
+// or selector, and its WithShard), named name, of membership m.
+func startReplicaWith(t *testing.T, ctx context.Context, name string, m *leanstore.Membership, metadataOnly bool, extra ...leanstore.Option) *replica {
+	t.Helper()
+	r := &replica{name: name, m: m, told: &toldState{objs: map[string]string{}}, metrics: prometheus.NewPedanticRegistry()}
+	opts := append([]leanstore.Option{leanstore.WithName(name), leanstore.WithMetrics(r.metrics)}, extra...)
 	if metadataOnly {
 		f := leanstore.NewMetadataSharedInformerFactory(metadata.NewForConfigOrDie(srv.Config), 0, opts...)
 		r.factory, r.inf = f, f.ForResource(dataset.PodsGVR).Informer()
@@ -160,7 +168,13 @@ func (r *replica) shard() *leanstore.ShardStatus {
 // truthOf is a fresh consistent LIST of the namespace's Pods: key to
 // resourceVersion.
 func truthOf(ctx context.Context, ns string) (map[string]string, error) {
-	list, err := srv.Clientset().CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	return truthWith(ctx, ns, "")
+}
+
+// truthWith is a fresh consistent LIST of the Pods of namespace ns (every
+// namespace when "") that match selector: key to resourceVersion.
+func truthWith(ctx context.Context, ns, selector string) (map[string]string, error) {
+	list, err := srv.Clientset().CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		return nil, err
 	}
@@ -218,11 +232,17 @@ func partitionProblems(truth map[string]string, reps []*replica) []string {
 // test with what is still wrong when they do not within timeout.
 func converge(t *testing.T, ctx context.Context, ns string, reps []*replica, want int, timeout time.Duration) map[string]string {
 	t.Helper()
+	return convergeTo(t, ctx, func(ctx context.Context) (map[string]string, error) { return truthOf(ctx, ns) }, reps, want, timeout)
+}
+
+// convergeTo is converge with the truth read by truthFn.
+func convergeTo(t *testing.T, ctx context.Context, truthFn func(context.Context) (map[string]string, error), reps []*replica, want int, timeout time.Duration) map[string]string {
+	t.Helper()
 	var problems []string
 	var truth map[string]string
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		var err error
-		if truth, err = truthOf(ctx, ns); err != nil {
+		if truth, err = truthFn(ctx); err != nil {
 			return false, err
 		}
 		problems = nil
@@ -493,7 +513,9 @@ func TestShardLeaseRebalance(t *testing.T) {
 
 // podWriter creates, updates and deletes small Pods of a namespace.
 type podWriter struct {
-	pods   typedcorev1.PodInterface
+	pods typedcorev1.PodInterface
+	// labels are added to the labels of every Pod it creates.
+	labels map[string]string
 	rnd    *rand.Rand
 	names  []string
 	next   int
@@ -513,6 +535,7 @@ func (w *podWriter) step(ctx context.Context) error {
 		w.next++
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"gen": "0"}},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+		maps.Copy(p.Labels, w.labels)
 		if _, err := w.pods.Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("create pod %s: %w", name, err)
 		}

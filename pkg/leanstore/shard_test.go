@@ -250,3 +250,30 @@ func TestShardRebalancingUntilTaken(t *testing.T) {
 		t.Error("a ring with the same members moved something")
 	}
 }
+
+// A re-list's DELETED of an object that went to another shard carries the
+// object as it was handed, with its own resourceVersion: it was not deleted,
+// and if it comes back unchanged its ADDED must not be older than the DELETED
+// the handlers were told. An object of this shard that the list lacks was
+// deleted, and its DELETED carries the list's resourceVersion.
+func TestShardRebalanceDeletesMovedAtTheirOwnVersion(t *testing.T) {
+	f := staticFilter(t, 0, 2)
+	owned, other := ownedAndNot(t, f)
+	v := newView()
+	v.movedOut = func(obj runtime.Object) bool { return !f.owns(obj) }
+	pod := func(name, rv string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}
+	}
+	v.replace([]runtime.Object{pod(owned, "5"), pod(other, "6")})
+	got := map[string]string{}
+	for _, ev := range v.diff(nil, "10").deleted {
+		if ev.Type != watch.Deleted {
+			t.Errorf("event %s, want DELETED", ev.Type)
+		}
+		p := ev.Object.(*corev1.Pod)
+		got[p.Name] = p.ResourceVersion
+	}
+	if want := map[string]string{owned: "10", other: "6"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("DELETED resourceVersions %v, want %v (the deleted one at the list's, the moved one at its own)", got, want)
+	}
+}

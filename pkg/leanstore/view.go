@@ -27,6 +27,9 @@ type view struct {
 	mu     sync.Mutex
 	byHash map[uint64]kruntime.Object
 	spill  map[string]kruntime.Object // keys whose hash another key already holds
+	// movedOut reports whether a handed object the list does not have is
+	// another shard's now (WithShard); nil without sharding. See diff.
+	movedOut func(kruntime.Object) bool
 }
 
 var viewSeed = maphash.MakeSeed()
@@ -191,6 +194,13 @@ type changes struct {
 // every older version before the watch expired), then deletions, which carry
 // the list's resourceVersion, as a DELETED event from the server carries the
 // revision of the deletion rather than the object's last one.
+//
+// An object that went to another shard (a rebalance, WithShard) was not
+// deleted: its DELETED carries the object as it was handed, with its own
+// resourceVersion, so that if it comes back to this replica later, unchanged,
+// its ADDED is not older than the DELETED its handlers were told. The
+// reflector's resourceVersion goes back meanwhile, as it does for the objects
+// that came to this replica, until the list's closing bookmark.
 func (v *view) diff(items []kruntime.Object, rv string) changes {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -233,15 +243,25 @@ func (v *view) diff(items []kruntime.Object, rv string) changes {
 	slices.Sort(matched)
 	for h, obj := range v.byHash {
 		if _, ok := slices.BinarySearch(matched, h); !ok {
-			out.deleted = append(out.deleted, watch.Event{Type: watch.Deleted, Object: deletedAt(obj, rv)})
+			out.deleted = append(out.deleted, watch.Event{Type: watch.Deleted, Object: v.goneAt(obj, rv)})
 		}
 	}
 	for k, obj := range v.spill {
 		if !matchedSpill[k] {
-			out.deleted = append(out.deleted, watch.Event{Type: watch.Deleted, Object: deletedAt(obj, rv)})
+			out.deleted = append(out.deleted, watch.Event{Type: watch.Deleted, Object: v.goneAt(obj, rv)})
 		}
 	}
 	return out
+}
+
+// goneAt is the object of the DELETED event of a handed object that a list at
+// rv does not have: the object itself when it went to another shard, else a
+// copy at rv (see diff).
+func (v *view) goneAt(obj kruntime.Object, rv string) kruntime.Object {
+	if v.movedOut != nil && v.movedOut(obj) {
+		return obj
+	}
+	return deletedAt(obj, rv)
 }
 
 // compareRV orders objects by resourceVersion; versions that are not integers
