@@ -6,8 +6,8 @@ import (
 	"io"
 	"strings"
 
-	"github.com/cachetune/cachetune/pkg/dataset"
-	"github.com/cachetune/cachetune/pkg/testapiserver"
+	"github.com/cachetune/cachetune/pkg/testkit/apiserver"
+	"github.com/cachetune/cachetune/pkg/testkit/dataset"
 )
 
 func runAPIServer(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -27,7 +27,7 @@ KUBEBUILDER_ASSETS.`, stderr)
 		return err
 	}
 	if *envtest != "" {
-		dir, err := testapiserver.EnvtestAssets(ctx, *envtest, stderr)
+		dir, err := apiserver.EnvtestAssets(ctx, *envtest, stderr)
 		if err != nil {
 			return err
 		}
@@ -36,14 +36,14 @@ KUBEBUILDER_ASSETS.`, stderr)
 		return nil
 	}
 	if *buildOnly {
-		bin, err := testapiserver.Binary(ctx, stderr)
+		bin, err := apiserver.Binary(ctx, stderr)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintln(stdout, bin)
 		return nil
 	}
-	srv, err := testapiserver.Start(ctx, testapiserver.Options{ExtraArgs: strings.Fields(*extra), Progress: stderr})
+	srv, err := apiserver.Start(ctx, apiserver.Options{ExtraArgs: strings.Fields(*extra), Progress: stderr})
 	if err != nil {
 		return err
 	}

@@ -14,8 +14,8 @@ import (
 
 	"github.com/cachetune/cachetune/internal/cluster"
 	"github.com/cachetune/cachetune/internal/doctor"
-	"github.com/cachetune/cachetune/pkg/dataset"
-	"github.com/cachetune/cachetune/pkg/testapiserver"
+	"github.com/cachetune/cachetune/pkg/testkit/apiserver"
+	"github.com/cachetune/cachetune/pkg/testkit/dataset"
 )
 
 // localDoctorSpec is the small dataset `cachebench doctor --local` seeds.
@@ -127,7 +127,7 @@ Progress goes to stderr, the report to stdout.`, stderr)
 
 // startLocalDoctor starts the local server and seeds the doctor's dataset.
 func startLocalDoctor(ctx context.Context, stderr io.Writer) (*rest.Config, func(), error) {
-	srv, err := testapiserver.Start(ctx, testapiserver.Options{Progress: stderr})
+	srv, err := apiserver.Start(ctx, apiserver.Options{Progress: stderr})
 	if err != nil {
 		return nil, nil, err
 	}

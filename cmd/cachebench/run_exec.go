@@ -19,9 +19,9 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/cachetune/cachetune/internal/bench"
-	"github.com/cachetune/cachetune/pkg/dataset"
-	"github.com/cachetune/cachetune/pkg/faults"
-	"github.com/cachetune/cachetune/pkg/testapiserver"
+	"github.com/cachetune/cachetune/pkg/testkit/apiserver"
+	"github.com/cachetune/cachetune/pkg/testkit/dataset"
+	"github.com/cachetune/cachetune/pkg/testkit/faults"
 )
 
 // target is the cluster being measured and how to undo what the run did to it.
@@ -313,7 +313,7 @@ func (o *runOptions) prepare(ctx context.Context, stderr io.Writer) (target, err
 		if o.spec.Namespace == "" {
 			o.spec.Namespace = "cachebench"
 		}
-		srv, err := testapiserver.Start(ctx, testapiserver.Options{Progress: stderr})
+		srv, err := apiserver.Start(ctx, apiserver.Options{Progress: stderr})
 		if err != nil {
 			return t, err
 		}

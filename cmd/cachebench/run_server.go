@@ -8,7 +8,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/cachetune/cachetune/internal/bench"
-	"github.com/cachetune/cachetune/pkg/faults"
+	"github.com/cachetune/cachetune/pkg/testkit/faults"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 

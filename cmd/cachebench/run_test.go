@@ -16,11 +16,11 @@ import (
 
 	"github.com/cachetune/cachetune/internal/bench"
 	"github.com/cachetune/cachetune/internal/leakcheck"
-	"github.com/cachetune/cachetune/pkg/dataset"
-	"github.com/cachetune/cachetune/pkg/testapiserver"
+	"github.com/cachetune/cachetune/pkg/testkit/apiserver"
+	"github.com/cachetune/cachetune/pkg/testkit/dataset"
 )
 
-var srv *testapiserver.Server
+var srv *apiserver.Server
 
 func TestMain(m *testing.M) {
 	// `cachebench run` re-executes its own binary as `cachebench child` for
@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "child" {
 		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 	}
-	os.Exit(testapiserver.Main(m, testapiserver.Options{}, &srv))
+	os.Exit(apiserver.Main(m, apiserver.Options{}, &srv))
 }
 
 // cachebench runs the command line in-process and returns its exit code,
@@ -174,9 +174,9 @@ func TestRunClusterErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"unreachable", []string{"--kubeconfig", kubeconfigFor(t, testapiserver.AdminUser, "https://127.0.0.1:1")}, "cannot reach the cluster at https://127.0.0.1:1"},
-		{"forbidden", []string{"--kubeconfig", kubeconfigFor(t, testapiserver.RestrictedUser, "")}, "forbidden: cannot list pods in all namespaces"},
-		{"seed into an existing namespace", []string{"--kubeconfig", kubeconfigFor(t, testapiserver.AdminUser, ""), "--seed", "--namespace", existing}, "namespace " + existing + " exists"},
+		{"unreachable", []string{"--kubeconfig", kubeconfigFor(t, apiserver.AdminUser, "https://127.0.0.1:1")}, "cannot reach the cluster at https://127.0.0.1:1"},
+		{"forbidden", []string{"--kubeconfig", kubeconfigFor(t, apiserver.RestrictedUser, "")}, "forbidden: cannot list pods in all namespaces"},
+		{"seed into an existing namespace", []string{"--kubeconfig", kubeconfigFor(t, apiserver.AdminUser, ""), "--seed", "--namespace", existing}, "namespace " + existing + " exists"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"run", "--out", t.TempDir()}, tc.args...)
@@ -206,7 +206,7 @@ func TestRunEndToEnd(t *testing.T) {
 	jsonPath, htmlPath := filepath.Join(out, "r.json"), filepath.Join(out, "r.html")
 	profiles := filepath.Join(out, "profiles")
 	code, stdout, stderr := cachebench(t, "run",
-		"--kubeconfig", kubeconfigFor(t, testapiserver.AdminUser, ""), "--seed", "--pods", "300", "--server-pid", fmt.Sprint(srv.PID),
+		"--kubeconfig", kubeconfigFor(t, apiserver.AdminUser, ""), "--seed", "--pods", "300", "--server-pid", fmt.Sprint(srv.PID),
 		"--modes", "client-go/typed/stream,client-go/metadata/list,leanstore/typed-lean/list", "--cpu-profiles", profiles,
 		"--idle", "500ms", "--settle", "500ms", "--out", out, "--json", jsonPath, "--html", htmlPath)
 	if code != 0 {
@@ -330,7 +330,7 @@ func TestRunTogetherAndScale(t *testing.T) {
 	out := t.TempDir()
 	jsonPath, htmlPath := filepath.Join(out, "r.json"), filepath.Join(out, "r.html")
 	code, stdout, stderr := cachebench(t, "run",
-		"--kubeconfig", kubeconfigFor(t, testapiserver.AdminUser, ""), "--seed", "--dataset", "mixed", "--sizes", "100,200",
+		"--kubeconfig", kubeconfigFor(t, apiserver.AdminUser, ""), "--seed", "--dataset", "mixed", "--sizes", "100,200",
 		"--modes", "client-go/typed-strip-mf-la/stream,leanstore/typed-strip-mf-la/stream", "--churn", "0.5",
 		"--idle", "200ms", "--settle", "300ms", "--out", out, "--json", jsonPath, "--html", htmlPath)
 	if code != 0 {

@@ -16,11 +16,11 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/cachetune/cachetune/pkg/dataset"
+	"github.com/cachetune/cachetune/pkg/testkit/dataset"
 )
 
 // Server is the parent's hold on the traffic between a child and the API
-// server: in cachebench, a fault proxy (pkg/faults).
+// server: in cachebench, a fault proxy (pkg/testkit/faults).
 type Server interface {
 	// EndWatches ends the live watch streams (watches and streaming lists) of
 	// a resource with a 410 Gone and returns how many it ended.

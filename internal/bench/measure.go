@@ -16,8 +16,8 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/cachetune/cachetune/pkg/dataset"
 	"github.com/cachetune/cachetune/pkg/profile"
+	"github.com/cachetune/cachetune/pkg/testkit/dataset"
 )
 
 // MeasureSpec is one measurement of one mode.

@@ -1,4 +1,4 @@
-package testapiserver_test
+package apiserver_test
 
 import (
 	"os"
@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cachetune/cachetune/pkg/testapiserver"
+	"github.com/cachetune/cachetune/pkg/testkit/apiserver"
 )
 
 // TestEnvtestAssets checks that the envtest assets are built (or found up to
@@ -19,7 +19,7 @@ func TestEnvtestAssets(t *testing.T) {
 		t.Skip("builds two binaries the first time")
 	}
 	ctx := ctxFor(t)
-	dir, err := testapiserver.EnvtestAssets(ctx, "", nil)
+	dir, err := apiserver.EnvtestAssets(ctx, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestEnvtestAssets(t *testing.T) {
 
 	// Up to date now: a second call must not build again.
 	before := modTime(t, filepath.Join(dir, "kube-apiserver"))
-	if _, err := testapiserver.EnvtestAssets(ctx, dir, nil); err != nil {
+	if _, err := apiserver.EnvtestAssets(ctx, dir, nil); err != nil {
 		t.Fatal(err)
 	}
 	if after := modTime(t, filepath.Join(dir, "kube-apiserver")); !after.Equal(before) {

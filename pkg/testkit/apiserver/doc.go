@@ -1,4 +1,4 @@
-// Package testapiserver starts a real kube-apiserver, backed by an embedded etcd,
+// Package apiserver starts a real kube-apiserver, backed by an embedded etcd,
 // on 127.0.0.1 for tests and benchmarks: like envtest, but with nothing to
 // download. The server is built from Go modules (k8s.io/kubernetes v1.37.2) by the
 // nested module tools/kubeapiserver, so the library module itself never imports
@@ -8,10 +8,10 @@
 //
 // One server per test binary is the intended use; give each test its own namespace:
 //
-//	var srv *testapiserver.Server
+//	var srv *apiserver.Server
 //
 //	func TestMain(m *testing.M) {
-//		os.Exit(testapiserver.Main(m, testapiserver.Options{}, &srv))
+//		os.Exit(apiserver.Main(m, apiserver.Options{}, &srv))
 //	}
 //
 //	func TestSomething(t *testing.T) {
@@ -31,4 +31,4 @@
 //
 // The kubeconfig holds two identities: AdminUser (system:masters) and
 // RestrictedUser (no role bindings), for tests of 403 handling.
-package testapiserver
+package apiserver

@@ -1,4 +1,4 @@
-package testapiserver_test
+package apiserver_test
 
 import (
 	"context"
@@ -16,13 +16,13 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/cachetune/cachetune/internal/leakcheck"
-	"github.com/cachetune/cachetune/pkg/testapiserver"
+	"github.com/cachetune/cachetune/pkg/testkit/apiserver"
 )
 
-var srv *testapiserver.Server
+var srv *apiserver.Server
 
 func TestMain(m *testing.M) {
-	os.Exit(testapiserver.Main(m, testapiserver.Options{}, &srv))
+	os.Exit(apiserver.Main(m, apiserver.Options{}, &srv))
 }
 
 func ctxFor(t *testing.T) context.Context {
@@ -140,7 +140,7 @@ func TestRestrictedIdentityIsForbidden(t *testing.T) {
 	binding := &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "read-configmaps"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "read-configmaps"},
-		Subjects:   []rbacv1.Subject{{Kind: "User", Name: testapiserver.RestrictedUser}},
+		Subjects:   []rbacv1.Subject{{Kind: "User", Name: apiserver.RestrictedUser}},
 	}
 	if _, err := cs.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -161,7 +161,7 @@ func TestExtraArgsAndCleanStop(t *testing.T) {
 		t.Skip("starts a second server")
 	}
 	ctx := ctxFor(t)
-	s, err := testapiserver.Start(ctx, testapiserver.Options{ExtraArgs: []string{"--feature-gates=WatchList=false"}})
+	s, err := apiserver.Start(ctx, apiserver.Options{ExtraArgs: []string{"--feature-gates=WatchList=false"}})
 	if err != nil {
 		t.Fatal(err)
 	}

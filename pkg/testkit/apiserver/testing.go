@@ -1,4 +1,4 @@
-package testapiserver
+package apiserver
 
 import (
 	"context"
@@ -33,13 +33,13 @@ func Main(m *testing.M, opts Options, srv **Server) int {
 	s, err := Start(ctx, opts)
 	cancel()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "testapiserver: %v\n", err)
+		fmt.Fprintf(os.Stderr, "apiserver: %v\n", err)
 		return 1
 	}
 	*srv = s
 	code := m.Run()
 	if err := s.Stop(); err != nil {
-		fmt.Fprintf(os.Stderr, "testapiserver: stop: %v\n", err)
+		fmt.Fprintf(os.Stderr, "apiserver: stop: %v\n", err)
 		if code == 0 {
 			code = 1
 		}

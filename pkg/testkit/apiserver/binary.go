@@ -1,4 +1,4 @@
-package testapiserver
+package apiserver
 
 import (
 	"context"
