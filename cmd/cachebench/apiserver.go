@@ -14,7 +14,8 @@ func runAPIServer(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs := newFlagSet("apiserver", `Starts a real kube-apiserver with an embedded etcd on 127.0.0.1, prints the path
 of its kubeconfig and keeps it running until interrupted (Ctrl-C). The kubeconfig
 has two contexts: cachetune-admin (current) and cachetune-restricted (no RBAC
-grants). With --build-only it only builds (or finds) the binary. With
+grants). With --build-only it only builds (or finds) the binary and prints its
+path, for CACHETUNE_KUBE_APISERVER in another module's tests. With
 --envtest-assets DIR it builds controller-runtime envtest's kube-apiserver and
 etcd into DIR (once; later calls reuse them) and prints DIR, for
 KUBEBUILDER_ASSETS.`, stderr)

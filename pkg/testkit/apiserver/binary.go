@@ -120,7 +120,7 @@ func repoRoot() (string, error) {
 			return dir, nil
 		}
 		if filepath.Dir(dir) == dir {
-			return "", fmt.Errorf("no %s found above %s: run inside a cachetune checkout, or build it there with 'make apiserver' and set %s to the binary", sourceDir, wd, EnvBinary)
+			return "", fmt.Errorf("no %s found above %s: run inside a cachetune checkout, or set %s to a server built in one (`go run ./cmd/cachebench apiserver --build-only` there prints its path)", sourceDir, wd, EnvBinary)
 		}
 	}
 }
