@@ -43,7 +43,8 @@ type Spec struct {
 
 	Pods int
 	// PodEnv is the number of literal env vars in a Pod's main container (its
-	// sidecars get a half and a third); 0 means 4, about 20 KB of JSON per Pod.
+	// sidecar gets a half, its init container a third); 0 means 4, about 20 KB
+	// of JSON per Pod.
 	PodEnv int
 	// PodShape says how much Pods have in common; "" means PodsByWorkload.
 	PodShape PodShape

@@ -1,9 +1,10 @@
-// Package faults is a fault-injection reverse proxy for the Kubernetes API:
-// put it between a client and a real API server, add rules, and the client
-// meets 410 Gone on its watches, 429s with Retry-After, stalled or cut
+// Package faults is a fault-injection reverse proxy for testing Kubernetes
+// clients: put it between a client and a real API server, add rules, and the
+// client meets 410 Gone on its watches, 429s with Retry-After, stalled or cut
 // streams, slow, truncated or malformed bodies, exactly where the rules say.
 // Tests use it to prove that informers recover and retries stay bounded;
-// cachebench uses it to force re-lists.
+// cachebench uses it to force re-lists. It is part of the test kit
+// (pkg/testkit), beside apiserver and dataset.
 //
 // The guide that uses it: docs/errors-and-backoff.md.
 //
