@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/cachetune/cachetune/internal/bench"
+	"github.com/cachetune/cachetune/internal/bench/report"
 )
 
 // runReport re-renders a saved run: the table on stdout, and HTML on request.
@@ -36,7 +37,7 @@ its HTML report with --html.`, stderr)
 	if err != nil {
 		return fmt.Errorf("%s: %w", fs.Arg(0), err)
 	}
-	if err := bench.WriteTable(stdout, r); err != nil {
+	if err := report.WriteTable(stdout, r); err != nil {
 		return err
 	}
 	if *htmlPath == "" {
@@ -46,7 +47,7 @@ its HTML report with --html.`, stderr)
 	if err != nil {
 		return err
 	}
-	if err := bench.WriteHTML(out, r); err != nil {
+	if err := report.WriteHTML(out, r); err != nil {
 		out.Close()
 		return err
 	}

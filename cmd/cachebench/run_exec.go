@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/cachetune/cachetune/internal/bench"
+	"github.com/cachetune/cachetune/internal/bench/report"
 	"github.com/cachetune/cachetune/pkg/testkit/apiserver"
 	"github.com/cachetune/cachetune/pkg/testkit/dataset"
 	"github.com/cachetune/cachetune/pkg/testkit/faults"
@@ -72,7 +73,7 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) (err err
 		return err
 	}
 
-	report := bench.Report{
+	rep := bench.Report{
 		Schema:      bench.ReportSchema,
 		Started:     started,
 		Environment: o.environment(t),
@@ -109,7 +110,7 @@ sizes:
 			if ok, why := fit.serverFits(); !ok && fit.available > 0 {
 				note := fmt.Sprintf("stopped before %d pods: %s", size, why)
 				_, _ = fmt.Fprintln(stderr, note)
-				report.Skipped = append(report.Skipped, note)
+				rep.Skipped = append(rep.Skipped, note)
 				break sizes
 			}
 			if err := o.grow(ctx, t.config, have, size, stderr); err != nil {
@@ -118,7 +119,7 @@ sizes:
 		}
 		have = o.spec
 		last = nil
-		report.Datasets = append(report.Datasets, o.datasets(ctx, t, stderr)...)
+		rep.Datasets = append(rep.Datasets, o.datasets(ctx, t, stderr)...)
 		churn, err := o.churner(t)
 		if err != nil {
 			return err
@@ -131,7 +132,7 @@ sizes:
 			if ok, why := fit.modeFits(j.mode.Name); !ok && fit.available > 0 {
 				note := fmt.Sprintf("%s left out at %d pods: %s", j.mode.Name, size, why)
 				fmt.Fprintf(stderr, "mode %s: %s\n", pos, note)
-				report.Skipped = append(report.Skipped, note)
+				rep.Skipped = append(rep.Skipped, note)
 				continue
 			}
 			res, err := o.runMode(ctx, exe, j, childConfig, srv, t, churn, pos, stderr)
@@ -143,7 +144,7 @@ sizes:
 				failed++
 				res.Error = err.Error()
 			}
-			report.Results = append(report.Results, res)
+			rep.Results = append(rep.Results, res)
 			last = append(last, res)
 			if churn != nil {
 				if err := churn.Restore(ctx); err != nil {
@@ -152,12 +153,12 @@ sizes:
 			}
 		}
 	}
-	report.Finished = time.Now()
+	rep.Finished = time.Now()
 
-	if err := bench.WriteTable(tableOut, report); err != nil {
+	if err := report.WriteTable(tableOut, rep); err != nil {
 		return err
 	}
-	if err := o.writeReports(report, stdout, stderr); err != nil {
+	if err := o.writeReports(rep, stdout, stderr); err != nil {
 		return err
 	}
 	if o.keepServer && o.kubeconfig == "" {
@@ -506,9 +507,9 @@ func (o *runOptions) writeReports(r bench.Report, stdout, stderr io.Writer) erro
 		f    func(io.Writer, bench.Report) error
 	}{
 		{filepath.Join(o.outDir, "cachebench.json"), bench.WriteJSON},
-		{filepath.Join(o.outDir, "cachebench.html"), bench.WriteHTML},
+		{filepath.Join(o.outDir, "cachebench.html"), report.WriteHTML},
 		{o.jsonPath, bench.WriteJSON},
-		{o.htmlPath, bench.WriteHTML},
+		{o.htmlPath, report.WriteHTML},
 	}
 	for _, p := range paths {
 		if p.path == "" {

@@ -1,7 +1,7 @@
 // Package bench is cachebench's measurement engine: the modes it compares, the
 // measurement of one mode in a child process, the protocol between the parent
-// and its children, and the rendering of results as a table, JSON and a
-// self-contained HTML report.
+// and its children, and a run's results as a Report (and its JSON). The
+// package report renders a Report as a table and an HTML page.
 //
 // The guide that uses it: docs/memory.md, whose figures it produces.
 //
@@ -52,6 +52,6 @@
 //
 // # Output
 //
-// A run's results form a Report, written with WriteTable, WriteJSON (read back
-// with ReadJSON) and WriteHTML, whose charts are inline SVG.
+// A run's results form a Report, written with WriteJSON and read back with
+// ReadJSON; the package report renders it (WriteTable, WriteHTML).
 package bench

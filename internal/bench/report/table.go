@@ -1,10 +1,12 @@
-package bench
+package report
 
 import (
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/cachetune/cachetune/internal/bench"
 )
 
 // The table functions are shared by the terminal table and the HTML report,
@@ -26,7 +28,7 @@ func tableHeader(multiResource bool) []string {
 	)
 }
 
-func tableRows(r Report) [][]string {
+func tableRows(r bench.Report) [][]string {
 	multi := multiResource(r)
 	var rows [][]string
 	for _, res := range r.Results {
@@ -82,7 +84,7 @@ func relistHeader(multiResource bool) []string {
 	)
 }
 
-func relistRows(r Report) [][]string {
+func relistRows(r bench.Report) [][]string {
 	multi := multiResource(r)
 	var rows [][]string
 	for _, res := range r.Results {
@@ -94,7 +96,7 @@ func relistRows(r Report) [][]string {
 			w := rl.Window
 			srvCPU, srvRSS, srvRead := serverCells(w.Server)
 			delivered := fmt.Sprintf("%d/%d/%d", rl.Delivered.Updates, rl.Delivered.Adds, rl.Delivered.Deletes)
-			if rl.Delivered == (Events{}) && rl.Updates > 0 { // a schema 1 report
+			if rl.Delivered == (bench.Events{}) && rl.Updates > 0 { // a schema 1 report
 				delivered = fmt.Sprintf("%d adds+upd", rl.Updates)
 			}
 			if rl.Missed() > 0 {
@@ -128,7 +130,7 @@ func relistRows(r Report) [][]string {
 
 // serverCells renders a window's server cost: CPU seconds, peak RSS, and the
 // objects read from etcd, from the watch cache's lists and as streamed events.
-func serverCells(c *ServerCost) (cpu, rss, read string) {
+func serverCells(c *bench.ServerCost) (cpu, rss, read string) {
 	if c == nil {
 		return "-", "-", "-"
 	}
@@ -148,7 +150,7 @@ func perObject(seconds float64, objects int) string {
 }
 
 // listAllocCell renders what a reconcile list allocated per object.
-func listAllocCell(l *ReconcileList) string {
+func listAllocCell(l *bench.ReconcileList) string {
 	switch {
 	case l == nil:
 		return "-"
@@ -159,14 +161,14 @@ func listAllocCell(l *ReconcileList) string {
 }
 
 // listPeakCell renders a reconcile list's heap peak over the live heap.
-func listPeakCell(l *ReconcileList) string {
+func listPeakCell(l *bench.ReconcileList) string {
 	if l == nil || l.Error != "" {
 		return "-"
 	}
 	return fmt.Sprintf("%.2f", l.Window.PeakRatio)
 }
 
-func relistCell(res Result, v float64) string {
+func relistCell(res bench.Result, v float64) string {
 	if len(res.Relists) == 0 {
 		return "-"
 	}
@@ -175,7 +177,7 @@ func relistCell(res Result, v float64) string {
 
 // pathCell names the list path the server saw, with the request counts: a
 // sync and two re-lists by streaming list read "streaming 3".
-func pathCell(q Requests) string {
+func pathCell(q bench.Requests) string {
 	switch q.Path() {
 	case "streaming":
 		return fmt.Sprintf("streaming %d", q.WatchList)
@@ -187,7 +189,7 @@ func pathCell(q Requests) string {
 	return "none"
 }
 
-func multiResource(r Report) bool {
+func multiResource(r bench.Report) bool {
 	for _, res := range r.Results {
 		if res.Resource != r.Results[0].Resource {
 			return true
@@ -239,7 +241,7 @@ func writeTabbed(w io.Writer, header []string, rows [][]string) error {
 
 // WriteTable writes the results as two aligned tables (sync and steady state;
 // re-lists), then the failures and the summary.
-func WriteTable(out io.Writer, r Report) error {
+func WriteTable(out io.Writer, r bench.Report) error {
 	w := &errWriter{w: out}
 	multi := multiResource(r)
 	if err := writeTabbed(w, tableHeader(multi), tableRows(r)); err != nil {

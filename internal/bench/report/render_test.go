@@ -1,4 +1,4 @@
-package bench
+package report
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/cachetune/cachetune/internal/bench"
 	"github.com/cachetune/cachetune/pkg/testkit/dataset"
 )
 
@@ -19,10 +20,10 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 // fixtureReport is a small, fixed report: a baseline, a stripped mode and the
 // same in leanstore (a pair for the side-by-side chart), a metadata-only LIST
 // mode and a failed mode; two re-lists, the second after a tenth changed.
-func fixtureReport() Report {
+func fixtureReport() bench.Report {
 	start := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	series := func(peak uint64) Series {
-		s := Series{}
+	series := func(peak uint64) bench.Series {
+		s := bench.Series{}
 		for i := range 12 {
 			h := uint64(40 << 20)
 			switch {
@@ -37,71 +38,71 @@ func fixtureReport() Report {
 		}
 		return s
 	}
-	markers := []Marker{{0, "start"}, {0.9, "synced"}, {2.4, "410 #1"}, {2.6, "re-list #1 done"}, {4.3, "410 #2"}, {4.4, "list #2"}, {4.6, "re-list #2 done"}}
-	server := func(cpu float64, objects float64) *ServerCost {
-		return &ServerCost{CPUSeconds: cpu, PeakRSS: 900 << 20, StartRSS: 850 << 20,
-			Storage: &StorageCounts{CacheLists: 1, CacheObjects: objects}}
+	markers := []bench.Marker{{Seconds: 0, Label: "start"}, {Seconds: 0.9, Label: "synced"}, {Seconds: 2.4, Label: "410 #1"}, {Seconds: 2.6, Label: "re-list #1 done"}, {Seconds: 4.3, Label: "410 #2"}, {Seconds: 4.4, Label: "list #2"}, {Seconds: 4.6, Label: "re-list #2 done"}}
+	server := func(cpu float64, objects float64) *bench.ServerCost {
+		return &bench.ServerCost{CPUSeconds: cpu, PeakRSS: 900 << 20, StartRSS: 850 << 20,
+			Storage: &bench.StorageCounts{CacheLists: 1, CacheObjects: objects}}
 	}
 	changes := dataset.Changes{Updated: 100, Created: 10, Deleted: 10}
-	result := func(mode, title string, streaming, diffOnly bool, live uint64, perObj, initRatio, relistRatio float64, srv Requests) Result {
-		rl := func(i int) Relist {
-			r := Relist{Index: i, WatchesEnded: 1, Seconds: 0.21, Updates: 1000, Delivered: Events{Updates: 1000}, LiveHeapAfter: live,
-				BytesReceived: 15_700_000, Window: Window{StartSeconds: 2.4, EndSeconds: 3.6, PeakHeap: uint64(float64(live) * relistRatio),
-					PeakRatio: relistRatio, CPUSeconds: 0.3, Server: server(0.25, 1000), Probe: LatencyStats{Count: 1000, P50: 0.08, P99: 4.2, Max: 38.5},
-					Runtime: RuntimeStats{Seconds: 1.2, Sched: LatencyStats{Count: 5000, P50: 0.01, P99: 1.25, Max: 9.4}, GCCPUSeconds: 0.3, AvailableCPUSeconds: 2.4}}}
+	result := func(mode, title string, streaming, diffOnly bool, live uint64, perObj, initRatio, relistRatio float64, srv bench.Requests) bench.Result {
+		rl := func(i int) bench.Relist {
+			r := bench.Relist{Index: i, WatchesEnded: 1, Seconds: 0.21, Updates: 1000, Delivered: bench.Events{Updates: 1000}, LiveHeapAfter: live,
+				BytesReceived: 15_700_000, Window: bench.Window{StartSeconds: 2.4, EndSeconds: 3.6, PeakHeap: uint64(float64(live) * relistRatio),
+					PeakRatio: relistRatio, CPUSeconds: 0.3, Server: server(0.25, 1000), Probe: bench.LatencyStats{Count: 1000, P50: 0.08, P99: 4.2, Max: 38.5},
+					Runtime: bench.RuntimeStats{Seconds: 1.2, Sched: bench.LatencyStats{Count: 5000, P50: 0.01, P99: 1.25, Max: 9.4}, GCCPUSeconds: 0.3, AvailableCPUSeconds: 2.4}}}
 			if i == 2 {
 				r.Churn, r.Changes = 0.1, changes
 				r.Window.StartSeconds, r.Window.EndSeconds = 4.4, 5.4
-				r.Delivered = Events{Updates: 990, Adds: 10, Deletes: 10}
+				r.Delivered = bench.Events{Updates: 990, Adds: 10, Deletes: 10}
 			}
 			if diffOnly {
-				r.Delivered = Events{}
+				r.Delivered = bench.Events{}
 				if i == 2 {
-					r.Delivered = Events{Updates: 100, Adds: 10, Deletes: 10}
+					r.Delivered = bench.Events{Updates: 100, Adds: 10, Deletes: 10}
 				}
 				r.Updates = r.Delivered.Updates + r.Delivered.Adds
 			}
 			return r
 		}
-		return Result{
+		return bench.Result{
 			Mode: mode, Title: title, Resource: "pods", Streaming: streaming, Started: start.Add(10 * time.Second),
 			Objects: 1000, SyncSeconds: 0.93, BaselineHeap: 3 << 20, LiveHeap: live, LiveRSS: live + 30<<20, BytesPerObject: perObj,
-			InitialSync: Window{EndSeconds: 1.4, PeakHeap: uint64(float64(live) * initRatio), PeakRatio: initRatio, CPUSeconds: 0.35,
+			InitialSync: bench.Window{EndSeconds: 1.4, PeakHeap: uint64(float64(live) * initRatio), PeakRatio: initRatio, CPUSeconds: 0.35,
 				Server:  server(0.31, 0),
-				Probe:   LatencyStats{Count: 900, P50: 0.07, P99: 3.1, Max: 12},
-				Runtime: RuntimeStats{Seconds: 1.4, GCCPUSeconds: 0.2, AvailableCPUSeconds: 2.8}},
-			Idle: Window{StartSeconds: 1.5, EndSeconds: 2.4, Probe: LatencyStats{Count: 850, P50: 0.06, P99: 0.2, Max: 0.9},
-				Runtime: RuntimeStats{Seconds: 0.9, Sched: LatencyStats{Count: 40, P50: 0.004, P99: 0.05, Max: 0.1}}},
-			Relists:       []Relist{rl(1), rl(2)},
+				Probe:   bench.LatencyStats{Count: 900, P50: 0.07, P99: 3.1, Max: 12},
+				Runtime: bench.RuntimeStats{Seconds: 1.4, GCCPUSeconds: 0.2, AvailableCPUSeconds: 2.8}},
+			Idle: bench.Window{StartSeconds: 1.5, EndSeconds: 2.4, Probe: bench.LatencyStats{Count: 850, P50: 0.06, P99: 0.2, Max: 0.9},
+				Runtime: bench.RuntimeStats{Seconds: 0.9, Sched: bench.LatencyStats{Count: 40, P50: 0.004, P99: 0.05, Max: 0.1}}},
+			Relists:       []bench.Relist{rl(1), rl(2)},
 			BytesReceived: 47_300_000, SyncBytes: 15_700_000,
-			ListPath: ListPath{Server: srv, Client: srv, Library: "unknown"},
+			ListPath: bench.ListPath{Server: srv, Client: srv, Library: "unknown"},
 			Series:   series(uint64(float64(live) * relistRatio)), Markers: markers,
 		}
 	}
-	failed := Result{Mode: "client-go/typed-json/list", Title: "client-go typed, JSON, LIST", Resource: "pods",
-		Error: "sync pods of client-go/typed-json/list: timed out after 10m0s", ListPath: ListPath{Server: Requests{List: 1}}}
+	failed := bench.Result{Mode: "client-go/typed-json/list", Title: "client-go typed, JSON, LIST", Resource: "pods",
+		Error: "sync pods of client-go/typed-json/list: timed out after 10m0s", ListPath: bench.ListPath{Server: bench.Requests{List: 1}}}
 	// A reconcile list through a lister (no copies) and through a
 	// deep-copying reader; the metadata-only mode has no reader.
-	list := func(perObj uint64, ratio float64) *ReconcileList {
-		return &ReconcileList{Objects: 1000, Seconds: 0.04, AllocatedBytes: perObj * 1000, HeldHeap: uint64(ratio * float64(35<<20)),
-			Window: Window{StartSeconds: 2.4, EndSeconds: 2.44, PeakHeap: uint64(ratio * float64(35<<20)), PeakRatio: ratio}}
+	list := func(perObj uint64, ratio float64) *bench.ReconcileList {
+		return &bench.ReconcileList{Objects: 1000, Seconds: 0.04, AllocatedBytes: perObj * 1000, HeldHeap: uint64(ratio * float64(35<<20)),
+			Window: bench.Window{StartSeconds: 2.4, EndSeconds: 2.44, PeakHeap: uint64(ratio * float64(35<<20)), PeakRatio: ratio}}
 	}
-	typed := result("client-go/typed/stream", "client-go typed, protobuf, streaming", true, false, 35<<20, 33_200, 1.31, 2.87, Requests{WatchList: 3})
+	typed := result("client-go/typed/stream", "client-go typed, protobuf, streaming", true, false, 35<<20, 33_200, 1.31, 2.87, bench.Requests{WatchList: 3})
 	typed.ReconcileList = list(16, 1.0)
-	copying := result("client-go/typed-strip-mf-la/stream", "client-go typed, strip managedFields and last-applied, streaming", true, false, 21<<20, 20_700, 1.66, 3.1, Requests{WatchList: 3})
+	copying := result("client-go/typed-strip-mf-la/stream", "client-go typed, strip managedFields and last-applied, streaming", true, false, 21<<20, 20_700, 1.66, 3.1, bench.Requests{WatchList: 3})
 	copying.ReconcileList = list(18_100, 1.86)
-	lean := result("leanstore/typed-strip-mf-la/stream", "leanstore typed, strip managedFields and last-applied, streaming", true, true, 21<<20, 20_700, 1.02, 1.2, Requests{WatchList: 3})
-	lean.ReconcileList = &ReconcileList{Objects: 1000, Error: "list pods through the manager's client: timed out"}
-	return Report{
-		Schema: ReportSchema, Started: start, Finished: start.Add(95 * time.Second),
-		Environment: Environment{Target: "local kube-apiserver", ServerVersion: "v1.37.2", GoVersion: "go1.26.8", ClientGo: "v0.37.2",
+	lean := result("leanstore/typed-strip-mf-la/stream", "leanstore typed, strip managedFields and last-applied, streaming", true, true, 21<<20, 20_700, 1.02, 1.2, bench.Requests{WatchList: 3})
+	lean.ReconcileList = &bench.ReconcileList{Objects: 1000, Error: "list pods through the manager's client: timed out"}
+	return bench.Report{
+		Schema: bench.ReportSchema, Started: start, Finished: start.Add(95 * time.Second),
+		Environment: bench.Environment{Target: "local kube-apiserver", ServerVersion: "v1.37.2", GoVersion: "go1.26.8", ClientGo: "v0.37.2",
 			OS: "linux", Arch: "amd64", CPUs: 2},
-		Plan: DefaultPlan(),
-		Datasets: []Dataset{{Resource: "pods", Namespace: "cachebench", Count: 1000, Name: "standard", PodShape: "workload",
+		Plan: bench.DefaultPlan(),
+		Datasets: []bench.Dataset{{Resource: "pods", Namespace: "cachebench", Count: 1000, Name: "standard", PodShape: "workload",
 			JSONBytes: 22_900, ProtobufBytes: 15_700, ManagedFieldsBytes: 6_600, LastAppliedBytes: 4_700, Seeded: true, SeedSeconds: 9.5}},
-		Results: []Result{
+		Results: []bench.Result{
 			typed, copying, lean,
-			result("client-go/metadata/list", "client-go metadata-only, LIST", false, false, 16<<20, 13_700, 1.9, 3.9, Requests{List: 3, Watch: 3}),
+			result("client-go/metadata/list", "client-go metadata-only, LIST", false, false, 16<<20, 13_700, 1.9, 3.9, bench.Requests{List: 3, Watch: 3}),
 			failed,
 		},
 	}
@@ -118,7 +119,7 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("%v (run go test ./internal/bench -run Golden -update to create it)", err)
+		t.Fatalf("%v (run go test ./internal/bench/report -run Golden -update to create it)", err)
 	}
 	if diff := cmp.Diff(string(want), string(got)); diff != "" {
 		t.Errorf("%s differs (-want +got; rerun with -update if the change is intended):\n%s", path, diff)
@@ -161,24 +162,15 @@ func TestGoldenHTML(t *testing.T) {
 func TestJSONRoundTrip(t *testing.T) {
 	want := fixtureReport()
 	var b bytes.Buffer
-	if err := WriteJSON(&b, want); err != nil {
+	if err := bench.WriteJSON(&b, want); err != nil {
 		t.Fatal(err)
 	}
-	got, err := ReadJSON(&b)
+	got, err := bench.ReadJSON(&b)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("JSON round trip (-want +got):\n%s", diff)
-	}
-}
-
-func TestReadJSONRejectsOtherSchemas(t *testing.T) {
-	if _, err := ReadJSON(strings.NewReader(`{"schema": 99}`)); err == nil || !strings.Contains(err.Error(), "schema 99") {
-		t.Errorf("ReadJSON of schema 99: %v, want a schema error", err)
-	}
-	if _, err := ReadJSON(strings.NewReader(`{"schema": 2, "bogus": true}`)); err == nil {
-		t.Error("ReadJSON accepted an unknown field")
 	}
 }
 
@@ -190,7 +182,7 @@ func TestReadJSONSchema1(t *testing.T) {
 		"syncTimeout": "10m0s", "relistTimeout": "5m0s", "seriesPoints": 300},
 		"results": [{"mode": "client-go/typed/stream", "title": "t", "resource": "pods", "objects": 10, "liveHeapBytes": 1000,
 		"relists": [{"index": 1, "watchesEnded": 1, "seconds": 0.5, "updates": 10, "window": {"peakRatio": 2.5}}]}]}`
-	r, err := ReadJSON(strings.NewReader(old))
+	r, err := bench.ReadJSON(strings.NewReader(old))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,21 +208,6 @@ func TestSummaryStatesRatiosAndBytes(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Summary (-want +got):\n%s", diff)
-	}
-}
-
-func TestPlanAndDurationJSON(t *testing.T) {
-	var b bytes.Buffer
-	if err := WriteJSON(&b, Report{Schema: ReportSchema, Plan: DefaultPlan()}); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(b.String(), `"settle": "500ms"`) || !strings.Contains(b.String(), `"sampleEvery": "5ms"`) {
-		t.Errorf("durations are not written as Go durations:\n%s", b.String())
-	}
-	bad := DefaultPlan()
-	bad.Relists = -1
-	if bad.Validate() == nil {
-		t.Error("a plan with -1 re-lists validated")
 	}
 }
 
@@ -269,26 +246,11 @@ func TestComparableLinesPairLibraries(t *testing.T) {
 	}
 }
 
-func TestPlanChurnValidation(t *testing.T) {
-	p := DefaultPlan()
-	if err := p.Validate(); err != nil || p.ChurnAt(2) != 0.1 || p.ChurnAt(3) != 0 {
-		t.Errorf("default plan: %v, churn at 2 %v", err, p.ChurnAt(2))
-	}
-	p.Churn = []float64{0, 0.1, 1}
-	if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "3 churn levels for 2 re-lists") {
-		t.Errorf("3 levels for 2 re-lists: %v", err)
-	}
-	p.Relists, p.Churn = 1, []float64{1.5}
-	if err := p.Validate(); err == nil {
-		t.Error("a churn of 1.5 validated")
-	}
-}
-
 // TestScaleReportDrawsCurves renders a report with the same modes at two
 // sizes: the HTML gets a chart per figure against size, one line per mode.
 func TestScaleReportDrawsCurves(t *testing.T) {
 	r := fixtureReport()
-	var grown []Result
+	var grown []bench.Result
 	for _, res := range r.Results[:3] {
 		res.Objects, res.BytesPerObject = 10000, res.BytesPerObject*0.9
 		grown = append(grown, res)
@@ -300,7 +262,7 @@ func TestScaleReportDrawsCurves(t *testing.T) {
 	if !sized(r) {
 		t.Fatal("a report with two dataset sizes is not sized")
 	}
-	lines := scaleLines(r, func(res Result) float64 { return res.BytesPerObject })
+	lines := scaleLines(r, func(res bench.Result) float64 { return res.BytesPerObject })
 	if len(lines) != 3 || len(lines[0].sizes) != 2 || lines[0].sizes[0] != 1000 || lines[0].values[1] != 33_200*0.9 {
 		t.Fatalf("scale lines: %+v", lines)
 	}

@@ -1,8 +1,10 @@
-package bench
+package report
 
 import (
 	"fmt"
 	"strings"
+
+	"github.com/cachetune/cachetune/internal/bench"
 )
 
 // BaselineMode is the mode every other mode is compared with: what a
@@ -12,7 +14,7 @@ const BaselineMode = "client-go/typed/stream"
 // Summary states the findings in sentences: for each dataset, its objects; for
 // each resource (and size) measured, the baseline's bytes per object, sync CPU
 // and peak ratios, and each other mode's against it.
-func Summary(r Report) []string {
+func Summary(r bench.Report) []string {
 	var out []string
 	for _, d := range r.Datasets {
 		line := fmt.Sprintf("Dataset: %d %s", d.Count, d.Resource)
@@ -31,7 +33,7 @@ func Summary(r Report) []string {
 		out = append(out, line+".")
 	}
 	for _, g := range groups(r) {
-		var base *Result
+		var base *bench.Result
 		for i := range g {
 			if g[i].Error == "" && (base == nil || g[i].Mode == BaselineMode) {
 				base = &g[i]
@@ -79,7 +81,7 @@ func Summary(r Report) []string {
 
 // listSentence compares what one reconcile list allocated in each mode of a
 // group that has a reader.
-func listSentence(g []Result) string {
+func listSentence(g []bench.Result) string {
 	var parts []string
 	for _, res := range g {
 		if l := res.ReconcileList; res.Error == "" && l != nil && l.Error == "" {
@@ -94,7 +96,7 @@ func listSentence(g []Result) string {
 
 // relistPeaks is the highest re-list peak, or the peak of each re-list when
 // any changed something.
-func relistPeaks(res Result) string {
+func relistPeaks(res bench.Result) string {
 	if len(res.Relists) == 0 {
 		return "n/a"
 	}
@@ -113,7 +115,7 @@ func relistPeaks(res Result) string {
 }
 
 // churnNote names the churn of each re-list, when any changed something.
-func churnNote(res Result) string {
+func churnNote(res bench.Result) string {
 	var levels []string
 	churned := false
 	for _, rl := range res.Relists {
@@ -127,7 +129,7 @@ func churnNote(res Result) string {
 }
 
 // deliverySentence says what the re-lists with changes delivered.
-func deliverySentence(res Result) string {
+func deliverySentence(res bench.Result) string {
 	var changes, missed, unchanged int
 	for _, rl := range res.Relists {
 		if rl.Changes.Total() == 0 {
@@ -146,7 +148,7 @@ func deliverySentence(res Result) string {
 	return fmt.Sprintf("; re-lists delivered all %d changes and %d updates of unchanged objects", changes, unchanged)
 }
 
-func serverSentence(c *ServerCost) string {
+func serverSentence(c *bench.ServerCost) string {
 	if c == nil {
 		return ""
 	}
@@ -155,9 +157,9 @@ func serverSentence(c *ServerCost) string {
 
 // groups splits the results by resource and, in a scale run, by size, in the
 // order they first appear.
-func groups(r Report) [][]Result {
+func groups(r bench.Report) [][]bench.Result {
 	var keys []string
-	by := map[string][]Result{}
+	by := map[string][]bench.Result{}
 	for _, res := range r.Results {
 		k := res.Resource
 		if sized(r) {
@@ -168,7 +170,7 @@ func groups(r Report) [][]Result {
 		}
 		by[k] = append(by[k], res)
 	}
-	out := make([][]Result, len(keys))
+	out := make([][]bench.Result, len(keys))
 	for i, k := range keys {
 		out[i] = by[k]
 	}
@@ -176,7 +178,7 @@ func groups(r Report) [][]Result {
 }
 
 // sized reports whether the report holds more than one dataset size.
-func sized(r Report) bool {
+func sized(r bench.Report) bool {
 	counts := map[string]map[int]bool{}
 	for _, d := range r.Datasets {
 		if counts[d.Resource] == nil {

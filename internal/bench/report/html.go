@@ -1,4 +1,4 @@
-package bench
+package report
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/cachetune/cachetune/internal/bench"
 )
 
 // WriteHTML writes a self-contained HTML report: the summary, client-go's and
@@ -15,10 +17,10 @@ import (
 // per object, peak ratios, CPU and latencies, figures against dataset size in a
 // scale run, and a heap-over-time chart per mode. It loads nothing from the
 // network and runs no script.
-func WriteHTML(w io.Writer, r Report) error {
+func WriteHTML(w io.Writer, r bench.Report) error {
 	multi := multiResource(r)
 	scale := sized(r)
-	label := func(res Result) string {
+	label := func(res bench.Result) string {
 		l := res.Mode
 		if multi {
 			l += " (" + res.Resource + ")"
@@ -28,13 +30,13 @@ func WriteHTML(w io.Writer, r Report) error {
 		}
 		return l
 	}
-	var ok []Result
+	var ok []bench.Result
 	for _, res := range r.Results {
 		if res.Objects > 0 {
 			ok = append(ok, res)
 		}
 	}
-	rowsOf := func(f func(Result) []float64) []barRow {
+	rowsOf := func(f func(bench.Result) []float64) []barRow {
 		rows := make([]barRow, len(ok))
 		for i, res := range ok {
 			rows[i] = barRow{Label: label(res), Values: f(res)}
@@ -57,7 +59,7 @@ func WriteHTML(w io.Writer, r Report) error {
 	kb := func(v float64) string { return fmt.Sprintf("%.1f KB", v) }
 	ratioFmt := func(v float64) string { return fmt.Sprintf("%.2fx", v) }
 	data := struct {
-		R                          Report
+		R                          bench.Report
 		Summary                    []string
 		Header, RelistHeader       []string
 		Rows, RelistRows           [][]string
@@ -84,10 +86,10 @@ func WriteHTML(w io.Writer, r Report) error {
 		Churn:          churnText(r.Plan),
 		Compare:        phaseChart(comparableLines(r), r.Plan),
 		BytesPerObject: bytesChart(r, rowsOf, kb),
-		PeakRatios: barChart(rowsOf(func(res Result) []float64 {
+		PeakRatios: barChart(rowsOf(func(res bench.Result) []float64 {
 			return []float64{res.InitialSync.PeakRatio, orNaN(res, res.RelistPeakRatio())}
 		}), []string{"initial-sync peak / live", "highest re-list peak / live"}, ratioFmt),
-		RelistPeaks: barChart(rowsOf(func(res Result) []float64 {
+		RelistPeaks: barChart(rowsOf(func(res bench.Result) []float64 {
 			v := make([]float64, len(relistSeries))
 			for i := range v {
 				v[i] = math.NaN()
@@ -97,26 +99,26 @@ func WriteHTML(w io.Writer, r Report) error {
 			}
 			return v
 		}), relistSeries, ratioFmt),
-		CPU: barChart(rowsOf(func(res Result) []float64 {
+		CPU: barChart(rowsOf(func(res bench.Result) []float64 {
 			server := math.NaN()
 			if res.InitialSync.Server != nil && res.Objects > 0 {
 				server = res.InitialSync.Server.CPUSeconds * 1e6 / float64(res.Objects)
 			}
 			return []float64{res.InitialSync.CPUSeconds * 1e6 / float64(res.Objects), server}
 		}), []string{"client CPU µs per object", "server CPU µs per object"}, func(v float64) string { return fmt.Sprintf("%.0f µs", v) }),
-		Sched: barChart(rowsOf(func(res Result) []float64 {
+		Sched: barChart(rowsOf(func(res bench.Result) []float64 {
 			return []float64{res.Idle.Runtime.Sched.P99, orNaN(res, res.RelistSchedP99())}
 		}), []string{"sched p99 idle", "sched p99 re-list"}, func(v float64) string { return ms2(v) + " ms" }),
-		Probe: barChart(rowsOf(func(res Result) []float64 {
+		Probe: barChart(rowsOf(func(res bench.Result) []float64 {
 			return []float64{res.Idle.Probe.Max, orNaN(res, res.RelistProbeMax())}
 		}), []string{"probe worst idle", "probe worst re-list"}, func(v float64) string { return ms1(v) + " ms" }),
 		Charts: charts,
 	}
 	if scale {
-		data.ScaleBytes = scaleChart(scaleLines(r, func(res Result) float64 { return res.BytesPerObject / 1000 }), "KB per object", kb)
-		data.ScaleInit = scaleChart(scaleLines(r, func(res Result) float64 { return res.InitialSync.PeakRatio }), "initial-sync peak / live", ratioFmt)
-		data.ScaleRelist = scaleChart(scaleLines(r, func(res Result) float64 { return orNaN(res, res.RelistPeakRatio()) }), "highest re-list peak / live", ratioFmt)
-		data.ScaleCPU = scaleChart(scaleLines(r, func(res Result) float64 { return res.InitialSync.CPUSeconds * 1e6 / float64(res.Objects) }),
+		data.ScaleBytes = scaleChart(scaleLines(r, func(res bench.Result) float64 { return res.BytesPerObject / 1000 }), "KB per object", kb)
+		data.ScaleInit = scaleChart(scaleLines(r, func(res bench.Result) float64 { return res.InitialSync.PeakRatio }), "initial-sync peak / live", ratioFmt)
+		data.ScaleRelist = scaleChart(scaleLines(r, func(res bench.Result) float64 { return orNaN(res, res.RelistPeakRatio()) }), "highest re-list peak / live", ratioFmt)
+		data.ScaleCPU = scaleChart(scaleLines(r, func(res bench.Result) float64 { return res.InitialSync.CPUSeconds * 1e6 / float64(res.Objects) }),
 			"sync CPU µs per object", func(v float64) string { return fmt.Sprintf("%.0f µs", v) })
 	}
 	for _, res := range r.Results {
@@ -138,12 +140,12 @@ func WriteHTML(w io.Writer, r Report) error {
 // bytesChart draws the live heap per object and, when any mode has a
 // reader, beside it what one reconcile list allocated per object: the deep
 // copy a controller-runtime client makes next to the cache it copies.
-func bytesChart(r Report, rowsOf func(func(Result) []float64) []barRow, kb func(float64) string) template.HTML {
+func bytesChart(r bench.Report, rowsOf func(func(bench.Result) []float64) []barRow, kb func(float64) string) template.HTML {
 	live := "KB per object (live heap after GC)"
-	if !slices.ContainsFunc(r.Results, func(res Result) bool { return res.ReconcileList != nil }) {
-		return barChart(rowsOf(func(res Result) []float64 { return []float64{res.BytesPerObject / 1000} }), []string{live}, kb)
+	if !slices.ContainsFunc(r.Results, func(res bench.Result) bool { return res.ReconcileList != nil }) {
+		return barChart(rowsOf(func(res bench.Result) []float64 { return []float64{res.BytesPerObject / 1000} }), []string{live}, kb)
 	}
-	return barChart(rowsOf(func(res Result) []float64 {
+	return barChart(rowsOf(func(res bench.Result) []float64 {
 		list := math.NaN()
 		if l := res.ReconcileList; l != nil && l.Error == "" {
 			list = l.AllocatedPerObject() / 1000
@@ -152,7 +154,7 @@ func bytesChart(r Report, rowsOf func(func(Result) []float64) []barRow, kb func(
 	}), []string{live, "KB allocated per object by a reconcile list"}, kb)
 }
 
-func orNaN(res Result, v float64) float64 {
+func orNaN(res bench.Result, v float64) float64 {
 	if len(res.Relists) == 0 {
 		return math.NaN()
 	}
@@ -160,7 +162,7 @@ func orNaN(res Result, v float64) float64 {
 }
 
 // relistName names re-list k by its churn.
-func relistName(p Plan, k int) string {
+func relistName(p bench.Plan, k int) string {
 	if c := p.ChurnAt(k); c > 0 {
 		return fmt.Sprintf("re-list %d, %s%% changed", k, trimFloat(100*c))
 	}
@@ -168,7 +170,7 @@ func relistName(p Plan, k int) string {
 }
 
 // churnText describes the plan's churn for the report's header.
-func churnText(p Plan) string {
+func churnText(p bench.Plan) string {
 	var parts []string
 	for k := 1; k <= p.Relists; k++ {
 		parts = append(parts, trimFloat(p.ChurnAt(k)))

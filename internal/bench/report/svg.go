@@ -1,4 +1,4 @@
-package bench
+package report
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/cachetune/cachetune/internal/bench"
 )
 
 // The charts are inline SVG written here, so that the report opens offline
@@ -101,7 +103,7 @@ const (
 // heapChart draws one mode's heap (solid) and RSS (dashed) over time in MiB,
 // the live heap after the sync (dotted), and a vertical line at each marker,
 // its label in the first row above the plot where it overlaps no other label.
-func heapChart(res Result) template.HTML {
+func heapChart(res bench.Result) template.HTML {
 	s := res.Series
 	if len(s.Seconds) == 0 {
 		return template.HTML(`<p class="na">no samples</p>`)

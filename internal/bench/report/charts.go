@@ -1,4 +1,4 @@
-package bench
+package report
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/cachetune/cachetune/internal/bench"
 )
 
 // The two charts that compare modes on shared axes: heap over the live heap
@@ -17,7 +19,7 @@ type chartLine struct {
 	Label string
 	Color string
 	Dash  string // an SVG stroke-dasharray, "" for solid
-	res   Result
+	res   bench.Result
 }
 
 // libraryOf is the first element of a mode name ("client-go", "leanstore").
@@ -30,9 +32,9 @@ func libraryOf(mode string) (library, rest string) {
 // library (the same mode name after the library, the same resources and
 // size), for the largest size that has such pairs: client-go in warm colours,
 // leanstore in cool ones, LIST dashed.
-func comparableLines(r Report) []chartLine {
+func comparableLines(r bench.Report) []chartLine {
 	type key struct{ rest, resource string }
-	found := map[key]map[string]Result{}
+	found := map[key]map[string]bench.Result{}
 	var order []key
 	for _, res := range r.Results {
 		lib, rest := libraryOf(res.Mode)
@@ -41,7 +43,7 @@ func comparableLines(r Report) []chartLine {
 		}
 		k := key{rest, res.Resource}
 		if found[k] == nil {
-			found[k] = map[string]Result{}
+			found[k] = map[string]bench.Result{}
 			order = append(order, k)
 		}
 		if prev, ok := found[k][lib]; !ok || res.Objects > prev.Objects {
@@ -99,7 +101,7 @@ type phase struct {
 	duration float64 // the longest any line takes
 }
 
-func phasesOf(res Result) [][2]float64 {
+func phasesOf(res bench.Result) [][2]float64 {
 	start := 0.0
 	if len(res.Markers) > 0 {
 		start = res.Markers[0].Seconds
@@ -122,7 +124,7 @@ const (
 // line, so that the sync and every re-list line up across modes whatever the
 // time between them (idle windows, the writing of changes). The legend lists
 // each line under the chart.
-func phaseChart(lines []chartLine, plan Plan) template.HTML {
+func phaseChart(lines []chartLine, plan bench.Plan) template.HTML {
 	if len(lines) == 0 {
 		return ""
 	}
@@ -264,10 +266,10 @@ type scaleSeries struct {
 
 // scaleLines returns, for each mode (and resource) measured at two sizes or
 // more, its figure f at each size, in the order the modes first appear.
-func scaleLines(r Report, f func(Result) float64) []scaleSeries {
+func scaleLines(r bench.Report, f func(bench.Result) float64) []scaleSeries {
 	type key struct{ mode, resource string }
 	var order []key
-	by := map[key][]Result{}
+	by := map[key][]bench.Result{}
 	for _, res := range r.Results {
 		if res.Error != "" || res.Objects == 0 {
 			continue
@@ -285,7 +287,7 @@ func scaleLines(r Report, f func(Result) float64) []scaleSeries {
 		if len(rs) < 2 {
 			continue
 		}
-		slices.SortFunc(rs, func(a, b Result) int { return a.Objects - b.Objects })
+		slices.SortFunc(rs, func(a, b bench.Result) int { return a.Objects - b.Objects })
 		lib, rest := libraryOf(k.mode)
 		colors := cool
 		if lib == "client-go" {
