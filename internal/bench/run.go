@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -15,11 +15,11 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 
-	"github.com/cachetune/cachetune/internal/bench"
-	"github.com/cachetune/cachetune/internal/bench/report"
+	"github.com/cachetune/cachetune/internal/cluster"
 	"github.com/cachetune/cachetune/pkg/testkit/apiserver"
 	"github.com/cachetune/cachetune/pkg/testkit/dataset"
 	"github.com/cachetune/cachetune/pkg/testkit/faults"
@@ -38,23 +38,83 @@ type target struct {
 // local reports whether the server's process can be read.
 func (t target) local() bool { return t.serverPID != 0 }
 
-// job is one child process: a mode and the resources it caches.
-type job struct {
-	mode bench.Mode
-	refs []bench.ResourceRef
+// RunOptions are one `cachebench run`: what to measure, on which cluster, and
+// where the children's logs and profiles go. cmd/cachebench fills them from
+// its flags and checks them; Run takes them as they are.
+type RunOptions struct {
+	// Spec is the dataset to seed (on the local server, or with Seed); on a
+	// cluster that is only read, its Namespace is what is cached ("" is all
+	// namespaces) and the rest is unused.
+	Spec dataset.Spec
+	// Resources are the resources cached, each by every mode of Modes that can
+	// cache it, or all together by each mode with Together.
+	Resources []schema.GroupVersionResource
+	Modes     []Mode
+	Plan      Plan
+	Together  bool
+	// Sizes, when set, are the Pod counts of a scale run, ascending: the
+	// dataset grows from one to the next, the other kinds in proportion.
+	Sizes []int
+	// CPUProfiles, when set, is a directory for a CPU profile of each mode's
+	// initial sync.
+	CPUProfiles string
+	// GOGC and GOMEMLIMIT are set in the children's environment when not "".
+	GOGC, GOMEMLIMIT string
+	// OutDir receives the children's logs (OutDir/logs).
+	OutDir string
+	// Kubeconfig names the cluster to measure; "" starts the local server.
+	Kubeconfig string
+	// Seed, with Kubeconfig, seeds a namespace of the run's own (Spec) and
+	// deletes it afterwards; the local server is always seeded.
+	Seed bool
+	// ServerPID, with Kubeconfig, is the API server's process on this
+	// machine, read for its CPU, RSS and storage metrics.
+	ServerPID int
+	// KeepServer keeps the local server running after the run (and after
+	// Write) until ctx ends.
+	KeepServer bool
+	// ControllerRuntimeChild is a prebuilt child program of the
+	// controller-runtime modes; "" builds it from the checkout.
+	ControllerRuntimeChild string
+	// Write, when set, receives the finished report while the cluster is
+	// still up: the caller renders and saves it (table, JSON, HTML), so that
+	// the measurement does not depend on how its results are drawn.
+	Write func(Report) error
 }
 
-func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) (err error) {
+// runner is one Run in progress.
+type runner struct {
+	RunOptions
+	// programs are the child programs of modes not measured by `cachebench
+	// child`, by program name (childPrograms).
+	programs map[string]string
+	// seeded is how long seeding (or growing) the dataset took.
+	seeded time.Duration
+}
+
+// Job is one child process of a run: a mode and the resources it caches.
+type Job struct {
+	Mode      Mode
+	Resources []ResourceRef
+}
+
+// Run measures o.Modes on the cluster, mode by mode, each in a child process
+// of its own (the test binary or cachebench re-executed as `cachebench
+// child`), and hands the report to o.Write. Progress goes to stderr. A mode
+// that fails is recorded in the report and the others still run; Run then
+// returns an error that counts them.
+func Run(ctx context.Context, o RunOptions, stderr io.Writer) error {
+	r := &runner{RunOptions: o}
+	return r.run(ctx, stderr)
+}
+
+func (o *runner) run(ctx context.Context, stderr io.Writer) (err error) {
 	started := time.Now()
-	tableOut := stdout
-	if o.jsonPath == "-" {
-		tableOut = stderr
-	}
-	if err := os.MkdirAll(filepath.Join(o.outDir, "logs"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(o.OutDir, "logs"), 0o755); err != nil {
 		return err
 	}
-	if o.cpuProfile != "" {
-		if err := os.MkdirAll(o.cpuProfile, 0o755); err != nil {
+	if o.CPUProfiles != "" {
+		if err := os.MkdirAll(o.CPUProfiles, 0o755); err != nil {
 			return err
 		}
 	}
@@ -73,11 +133,11 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) (err err
 		return err
 	}
 
-	rep := bench.Report{
-		Schema:      bench.ReportSchema,
+	rep := Report{
+		Schema:      ReportSchema,
 		Started:     started,
 		Environment: o.environment(t),
-		Plan:        o.plan,
+		Plan:        o.Plan,
 	}
 	proxy, err := faults.Start(t.config)
 	if err != nil {
@@ -90,21 +150,21 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) (err err
 	if err != nil {
 		return err
 	}
-	jobs := o.jobs()
-	sizes := o.sizes
+	jobs := o.Jobs()
+	sizes := o.Sizes
 	if len(sizes) == 0 {
-		sizes = []int{o.spec.Pods}
+		sizes = []int{o.Spec.Pods}
 	}
 	var failed, total int
 	have := dataset.Spec{}
-	var last []bench.Result // the results at the previous size
+	var last []Result // the results at the previous size
 sizes:
 	for si, size := range sizes {
 		var fit room
 		if si > 0 {
 			var serverRSS uint64
 			if t.local() {
-				serverRSS = processRSS(t.serverPID)
+				serverRSS = ProcessRSS(t.serverPID)
 			}
 			fit = projectRoom(last, have.Pods, size, memAvailable(), serverRSS)
 			if ok, why := fit.serverFits(); !ok && fit.available > 0 {
@@ -117,7 +177,7 @@ sizes:
 				return err
 			}
 		}
-		have = o.spec
+		have = o.Spec
 		last = nil
 		rep.Datasets = append(rep.Datasets, o.datasets(ctx, t, stderr)...)
 		churn, err := o.churner(t)
@@ -129,8 +189,8 @@ sizes:
 			if len(sizes) > 1 {
 				pos = fmt.Sprintf("%s at %d pods", pos, size)
 			}
-			if ok, why := fit.modeFits(j.mode.Name); !ok && fit.available > 0 {
-				note := fmt.Sprintf("%s left out at %d pods: %s", j.mode.Name, size, why)
+			if ok, why := fit.modeFits(j.Mode.Name); !ok && fit.available > 0 {
+				note := fmt.Sprintf("%s left out at %d pods: %s", j.Mode.Name, size, why)
 				fmt.Fprintf(stderr, "mode %s: %s\n", pos, note)
 				rep.Skipped = append(rep.Skipped, note)
 				continue
@@ -148,43 +208,42 @@ sizes:
 			last = append(last, res)
 			if churn != nil {
 				if err := churn.Restore(ctx); err != nil {
-					return fmt.Errorf("restore the dataset after mode %s: %w", j.mode.Name, err)
+					return fmt.Errorf("restore the dataset after mode %s: %w", j.Mode.Name, err)
 				}
 			}
 		}
 	}
 	rep.Finished = time.Now()
 
-	if err := report.WriteTable(tableOut, rep); err != nil {
-		return err
+	if o.Write != nil {
+		if err := o.Write(rep); err != nil {
+			return err
+		}
 	}
-	if err := o.writeReports(rep, stdout, stderr); err != nil {
-		return err
-	}
-	if o.keepServer && o.kubeconfig == "" {
+	if o.KeepServer && o.Kubeconfig == "" {
 		fmt.Fprintln(stderr, "kube-apiserver kept running; press Ctrl-C to stop it")
 		<-ctx.Done()
 	}
 	if failed > 0 {
-		return fmt.Errorf("%d of %d modes failed (details in the table and in %s)", failed, total, filepath.Join(o.outDir, "logs"))
+		return fmt.Errorf("%d of %d modes failed (details in the table and in %s)", failed, total, filepath.Join(o.OutDir, "logs"))
 	}
 	return nil
 }
 
-// jobs lists the child processes of one dataset size: a mode per resource, or
+// Jobs lists the child processes of one dataset size: a mode per resource, or
 // a mode for all resources together.
-func (o *runOptions) jobs() []job {
+func (o *RunOptions) Jobs() []Job {
 	refs := o.refs()
-	var jobs []job
-	if o.together {
-		for _, m := range o.modes {
-			jobs = append(jobs, job{m, refs})
+	var jobs []Job
+	if o.Together {
+		for _, m := range o.Modes {
+			jobs = append(jobs, Job{m, refs})
 		}
 		return jobs
 	}
 	for _, r := range refs {
-		for _, m := range modesFor(o.modes, r.GroupVersionResource) {
-			jobs = append(jobs, job{m, []bench.ResourceRef{r}})
+		for _, m := range ModesFor(o.Modes, r.GroupVersionResource) {
+			jobs = append(jobs, Job{m, []ResourceRef{r}})
 		}
 	}
 	return jobs
@@ -192,25 +251,25 @@ func (o *runOptions) jobs() []job {
 
 // churner returns what writes the changes before each re-list, or nil when the
 // plan changes nothing.
-func (o *runOptions) churner(t target) (*dataset.Churner, error) {
-	if !slices.ContainsFunc(o.plan.Churn, func(c float64) bool { return c > 0 }) {
+func (o *runner) churner(t target) (*dataset.Churner, error) {
+	if !slices.ContainsFunc(o.Plan.Churn, func(c float64) bool { return c > 0 }) {
 		return nil, nil
 	}
-	return dataset.NewChurner(t.config, o.spec, o.plan.ChurnSeed)
+	return dataset.NewChurner(t.config, o.Spec, o.Plan.ChurnSeed)
 }
 
 // runMode measures one mode in a child and prints its progress on one line.
-func (o *runOptions) runMode(ctx context.Context, exe string, j job, cfg *rest.Config, srv bench.Server, t target, churn *dataset.Churner, pos string, stderr io.Writer) (bench.Result, error) {
-	m := j.mode
-	names := make([]string, len(j.refs))
-	for i, r := range j.refs {
+func (o *runner) runMode(ctx context.Context, exe string, j Job, cfg *rest.Config, srv Server, t target, churn *dataset.Churner, pos string, stderr io.Writer) (Result, error) {
+	m := j.Mode
+	names := make([]string, len(j.Resources))
+	for i, r := range j.Resources {
 		names[i] = r.Resource
 	}
 	what := strings.Join(names, "+")
-	logPath := filepath.Join(o.outDir, "logs", fileName(m.Name, what, o.spec.Pods, len(o.sizes) > 1)+".log")
+	logPath := filepath.Join(o.OutDir, "logs", fileName(m.Name, what, o.Spec.Pods, len(o.Sizes) > 1)+".log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
-		return bench.Result{Mode: m.Name, Title: m.Title, Resource: strings.Join(names, ","), Streaming: m.Streaming}, err
+		return Result{Mode: m.Name, Title: m.Title, Resource: strings.Join(names, ","), Streaming: m.Streaming}, err
 	}
 	defer logFile.Close()
 	if m.Program != nil {
@@ -219,25 +278,25 @@ func (o *runOptions) runMode(ctx context.Context, exe string, j job, cfg *rest.C
 	cmd := exec.Command(exe, "child")
 	cmd.Stderr = logFile
 	var env []string
-	if o.gogc != "" {
-		env = append(env, "GOGC="+o.gogc)
+	if o.GOGC != "" {
+		env = append(env, "GOGC="+o.GOGC)
 	}
-	if o.gomemlimit != "" {
-		env = append(env, "GOMEMLIMIT="+o.gomemlimit)
+	if o.GOMEMLIMIT != "" {
+		env = append(env, "GOMEMLIMIT="+o.GOMEMLIMIT)
 	}
 	fmt.Fprintf(stderr, "mode %s: %s (%s", pos, m.Name, m.Title)
-	if len(o.resources) > 1 {
+	if len(o.Resources) > 1 {
 		fmt.Fprintf(stderr, ", %s", what)
 	}
 	fmt.Fprint(stderr, "): ")
-	spec := bench.ChildSpec{
-		Command: cmd, Mode: m, Resources: j.refs, Config: cfg, Plan: o.plan, Env: env,
-		Events: func(e bench.Event) { fmt.Fprint(stderr, progressText(e, o.plan.Relists)) },
+	spec := ChildSpec{
+		Command: cmd, Mode: m, Resources: j.Resources, Config: cfg, Plan: o.Plan, Env: env,
+		Events: func(e Event) { fmt.Fprint(stderr, progressText(e, o.Plan.Relists)) },
 	}
 	if churn != nil {
 		spec.Churn = func(ctx context.Context, fraction float64) (dataset.Changes, error) {
 			var total dataset.Changes
-			for _, r := range j.refs {
+			for _, r := range j.Resources {
 				c, err := churn.Step(ctx, r.GroupVersionResource, fraction)
 				total = total.Add(c)
 				if err != nil {
@@ -249,12 +308,12 @@ func (o *runOptions) runMode(ctx context.Context, exe string, j job, cfg *rest.C
 	}
 	if t.local() {
 		spec.ServerPID = t.serverPID
-		spec.ServerMetrics = storageReader(t.config, j.refs)
+		spec.ServerMetrics = storageReader(t.config, j.Resources)
 	}
-	if o.cpuProfile != "" {
-		spec.CPUProfile = filepath.Join(o.cpuProfile, fileName(m.Name, what, o.spec.Pods, len(o.sizes) > 1)+".sync.pprof")
+	if o.CPUProfiles != "" {
+		spec.CPUProfile = filepath.Join(o.CPUProfiles, fileName(m.Name, what, o.Spec.Pods, len(o.Sizes) > 1)+".sync.pprof")
 	}
-	res, err := bench.RunChild(ctx, spec, srv)
+	res, err := RunChild(ctx, spec, srv)
 	if err != nil {
 		fmt.Fprintf(stderr, "FAILED: %v (log: %s)\n", err, logPath)
 		return res, err
@@ -272,7 +331,7 @@ func fileName(mode, resources string, pods int, sized bool) string {
 	return name
 }
 
-func progressText(e bench.Event, relists int) string {
+func progressText(e Event, relists int) string {
 	switch e.Kind {
 	case "syncing":
 		return "syncing... "
@@ -302,54 +361,54 @@ func progressText(e bench.Event, relists int) string {
 	return ""
 }
 
-func serverPath(q bench.Requests) string {
+func serverPath(q Requests) string {
 	return fmt.Sprintf("%d LIST, %d streaming list, %d watch requests", q.List, q.WatchList, q.Watch)
 }
 
 // prepare starts the local server or connects to the cluster, checks access
 // and seeds the dataset.
-func (o *runOptions) prepare(ctx context.Context, stderr io.Writer) (target, error) {
+func (o *runner) prepare(ctx context.Context, stderr io.Writer) (target, error) {
 	var t target
-	if o.kubeconfig == "" {
-		if o.spec.Namespace == "" {
-			o.spec.Namespace = "cachebench"
+	if o.Kubeconfig == "" {
+		if o.Spec.Namespace == "" {
+			o.Spec.Namespace = "cachebench"
 		}
 		srv, err := apiserver.Start(ctx, apiserver.Options{Progress: stderr})
 		if err != nil {
 			return t, err
 		}
 		t.config, t.name, t.serverPID = srv.Config, "local kube-apiserver", srv.PID
-		if o.keepServer {
+		if o.KeepServer {
 			fmt.Fprintf(stderr, "kube-apiserver kept for after the run: export KUBECONFIG=%s\n", srv.Kubeconfig)
 		}
 		t.cleanup = append(t.cleanup, func() { _ = srv.Stop() })
 		return t, o.seedDataset(ctx, t.config, stderr)
 	}
 
-	cfg, err := loadKubeconfig(o.kubeconfig)
+	cfg, err := cluster.Load(o.Kubeconfig, "")
 	if err != nil {
 		return t, err
 	}
-	t.config, t.name, t.serverPID = cfg, cfg.Host, o.serverPID
+	t.config, t.name, t.serverPID = cfg, cfg.Host, o.ServerPID
 	if err := checkProxyable(cfg); err != nil {
 		return t, err
 	}
-	if !o.seed {
+	if !o.Seed {
 		return t, checkAccess(ctx, cfg, o.refs())
 	}
-	if o.spec.Namespace == "" {
-		o.spec.Namespace = "cachebench-" + randomSuffix()
+	if o.Spec.Namespace == "" {
+		o.Spec.Namespace = "cachebench-" + randomSuffix()
 	}
-	if err := checkNewNamespace(ctx, cfg, o.spec.Namespace); err != nil {
+	if err := checkNewNamespace(ctx, cfg, o.Spec.Namespace); err != nil {
 		return t, err
 	}
-	ns := o.spec.Namespace
+	ns := o.Spec.Namespace
 	t.cleanup = append(t.cleanup, func() {
 		// Clean up even when the run was interrupted.
 		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
 		fmt.Fprintf(stderr, "deleting namespace %s and its dataset\n", ns)
-		if err := dataset.Clean(cctx, cfg, ns, o.spec.Name, dataset.ProgressPrinter(stderr)); err != nil {
+		if err := dataset.Clean(cctx, cfg, ns, o.Spec.Name, dataset.ProgressPrinter(stderr)); err != nil {
 			fmt.Fprintf(stderr, "clean up: %v\n", err)
 		}
 		if err := dataset.DeleteNamespace(cctx, cfg, ns); err != nil {
@@ -363,20 +422,20 @@ func (o *runOptions) prepare(ctx context.Context, stderr io.Writer) (target, err
 }
 
 // refs are the resources to cache with their namespaces.
-func (o *runOptions) refs() []bench.ResourceRef {
-	refs := make([]bench.ResourceRef, len(o.resources))
-	for i, gvr := range o.resources {
-		ns := o.spec.Namespace
+func (o *RunOptions) refs() []ResourceRef {
+	refs := make([]ResourceRef, len(o.Resources))
+	for i, gvr := range o.Resources {
+		ns := o.Spec.Namespace
 		if dataset.ClusterScoped(gvr) {
 			ns = ""
 		}
-		refs[i] = bench.ResourceRef{GroupVersionResource: gvr, Namespace: ns}
+		refs[i] = ResourceRef{GroupVersionResource: gvr, Namespace: ns}
 	}
 	return refs
 }
 
-func (o *runOptions) seedDataset(ctx context.Context, cfg *rest.Config, stderr io.Writer) error {
-	spec := o.spec
+func (o *runner) seedDataset(ctx context.Context, cfg *rest.Config, stderr io.Writer) error {
+	spec := o.Spec
 	if spec.Name == "" {
 		spec.Name = "standard"
 	}
@@ -388,16 +447,16 @@ func (o *runOptions) seedDataset(ctx context.Context, cfg *rest.Config, stderr i
 	}
 	o.seeded = time.Since(start)
 	fmt.Fprintf(stderr, "seeded in %s\n", o.seeded.Round(100*time.Millisecond))
-	o.spec.Name = spec.Name
+	o.Spec.Name = spec.Name
 	return nil
 }
 
 // grow extends the dataset to size Pods, and the other kinds in proportion.
-func (o *runOptions) grow(ctx context.Context, cfg *rest.Config, have dataset.Spec, size int, stderr io.Writer) error {
+func (o *runner) grow(ctx context.Context, cfg *rest.Config, have dataset.Spec, size int, stderr io.Writer) error {
 	scale := func(n int) int { return n * size / have.Pods }
-	o.spec.Pods = size
-	o.spec.ConfigMaps, o.spec.Secrets, o.spec.Nodes, o.spec.Widgets = scale(have.ConfigMaps), scale(have.Secrets), scale(have.Nodes), scale(have.Widgets)
-	spec := o.spec
+	o.Spec.Pods = size
+	o.Spec.ConfigMaps, o.Spec.Secrets, o.Spec.Nodes, o.Spec.Widgets = scale(have.ConfigMaps), scale(have.Secrets), scale(have.Nodes), scale(have.Widgets)
+	spec := o.Spec
 	spec.Progress = dataset.ProgressPrinter(stderr)
 	fmt.Fprintf(stderr, "growing the dataset in %s to %s\n", spec.Namespace, counts(spec))
 	start := time.Now()
@@ -411,8 +470,8 @@ func (o *runOptions) grow(ctx context.Context, cfg *rest.Config, have dataset.Sp
 
 func counts(s dataset.Spec) string {
 	var parts []string
-	for _, n := range resourceOrder {
-		if c := s.Count(knownResources[n]); c > 0 {
+	for _, n := range ResourceNames {
+		if c := s.Count(ResourceByName[n]); c > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", c, n))
 		}
 	}
@@ -421,27 +480,27 @@ func counts(s dataset.Spec) string {
 
 // datasets measures the mean object sizes of each resource cached. A failure
 // only loses the sizes, not the run.
-func (o *runOptions) datasets(ctx context.Context, t target, stderr io.Writer) []bench.Dataset {
-	var out []bench.Dataset
-	seeded := o.spec.Name != ""
+func (o *runner) datasets(ctx context.Context, t target, stderr io.Writer) []Dataset {
+	var out []Dataset
+	seeded := o.Spec.Name != ""
 	for _, r := range o.refs() {
 		selector := ""
 		if seeded {
-			selector = dataset.Selector(o.spec, r.GroupVersionResource)
+			selector = dataset.Selector(o.Spec, r.GroupVersionResource)
 		}
 		sizes, err := dataset.Measure(ctx, t.config, r.GroupVersionResource, r.Namespace, selector)
 		if err != nil {
 			fmt.Fprintf(stderr, "measure %s sizes: %v\n", r.Resource, err)
 		}
-		d := bench.Dataset{
+		d := Dataset{
 			Resource: r.Resource, Namespace: r.Namespace, Count: sizes.Count,
 			JSONBytes: sizes.JSON, ProtobufBytes: sizes.Protobuf, ManagedFieldsBytes: sizes.ManagedFields,
 			LastAppliedBytes: sizes.LastApplied, Seeded: seeded,
 		}
 		if seeded {
-			d.Name, d.Count, d.SeedSeconds = o.spec.Name, o.spec.Count(r.GroupVersionResource), o.seeded.Seconds()
+			d.Name, d.Count, d.SeedSeconds = o.Spec.Name, o.Spec.Count(r.GroupVersionResource), o.seeded.Seconds()
 			if r.GroupVersionResource == dataset.PodsGVR {
-				d.PodShape = string(o.spec.PodShape)
+				d.PodShape = string(o.Spec.PodShape)
 			}
 		}
 		out = append(out, d)
@@ -457,10 +516,10 @@ func (o *runOptions) datasets(ctx context.Context, t target, stderr io.Writer) [
 	return out
 }
 
-func (o *runOptions) environment(t target) bench.Environment {
-	env := bench.Environment{
+func (o *runner) environment(t target) Environment {
+	env := Environment{
 		Target: t.name, GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU(),
-		GOGC: o.gogc, GOMEMLIMIT: o.gomemlimit,
+		GOGC: o.GOGC, GOMEMLIMIT: o.GOMEMLIMIT,
 	}
 	if env.GOGC == "" {
 		env.GOGC = os.Getenv("GOGC")
@@ -481,45 +540,6 @@ func (o *runOptions) environment(t target) bench.Environment {
 		}
 	}
 	return env
-}
-
-func (o *runOptions) writeReports(r bench.Report, stdout, stderr io.Writer) error {
-	write := func(path string, f func(io.Writer, bench.Report) error) error {
-		if path == "-" {
-			return f(stdout, r)
-		}
-		file, err := os.Create(path)
-		if err != nil {
-			return err
-		}
-		if err := f(file, r); err != nil {
-			file.Close()
-			return fmt.Errorf("write %s: %w", path, err)
-		}
-		if err := file.Close(); err != nil {
-			return err
-		}
-		fmt.Fprintf(stderr, "wrote %s\n", path)
-		return nil
-	}
-	paths := []struct {
-		path string
-		f    func(io.Writer, bench.Report) error
-	}{
-		{filepath.Join(o.outDir, "cachebench.json"), bench.WriteJSON},
-		{filepath.Join(o.outDir, "cachebench.html"), report.WriteHTML},
-		{o.jsonPath, bench.WriteJSON},
-		{o.htmlPath, report.WriteHTML},
-	}
-	for _, p := range paths {
-		if p.path == "" {
-			continue
-		}
-		if err := write(p.path, p.f); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func randomSuffix() string {

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -8,25 +8,23 @@ import (
 	"os/exec"
 	"path/filepath"
 	"time"
-
-	"github.com/cachetune/cachetune/internal/bench"
 )
 
 // childPrograms returns the program that measures each selected mode not
-// measured by `cachebench child` (bench.Mode.Program), by program name: the
+// measured by `cachebench child` (Mode.Program), by program name: the
 // file given by its flag, or the program built from its nested module into
 // the checkout's bin/. It builds each once per run, before anything is
 // seeded; Go's build cache makes a build of unchanged sources take a few
 // seconds.
-func (o *runOptions) childPrograms(ctx context.Context, stderr io.Writer) (map[string]string, error) {
+func (o *runner) childPrograms(ctx context.Context, stderr io.Writer) (map[string]string, error) {
 	out := map[string]string{}
-	for _, m := range o.modes {
+	for _, m := range o.Modes {
 		p := m.Program
 		if p == nil || out[p.Name] != "" {
 			continue
 		}
-		if p == bench.ControllerRuntime && o.crChild != "" {
-			out[p.Name] = o.crChild // checked by validate
+		if p == ControllerRuntime && o.ControllerRuntimeChild != "" {
+			out[p.Name] = o.ControllerRuntimeChild // checked by the caller (cachebench run's flags)
 			continue
 		}
 		bin, err := buildProgram(ctx, p, stderr)
@@ -40,7 +38,7 @@ func (o *runOptions) childPrograms(ctx context.Context, stderr io.Writer) (map[s
 
 // buildProgram builds p with `go build` into bin/ of the cachetune checkout
 // that holds the working directory.
-func buildProgram(ctx context.Context, p *bench.Program, stderr io.Writer) (string, error) {
+func buildProgram(ctx context.Context, p *Program, stderr io.Writer) (string, error) {
 	root, err := checkoutWith(p.Module)
 	if err != nil {
 		return "", err

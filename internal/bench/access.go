@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/cachetune/cachetune/internal/bench"
 	"github.com/cachetune/cachetune/internal/cluster"
 )
 
@@ -23,7 +22,7 @@ const accessTimeout = cluster.Timeout
 // checkAccess makes sure, before anything is measured, that the cluster answers
 // and that the user may list and watch every resource to be cached: the
 // informers in the children would otherwise retry forever, quietly.
-func checkAccess(ctx context.Context, cfg *rest.Config, refs []bench.ResourceRef) error {
+func checkAccess(ctx context.Context, cfg *rest.Config, refs []ResourceRef) error {
 	if err := cluster.Reachable(ctx, cfg); err != nil {
 		return err
 	}

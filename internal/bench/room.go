@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bufio"
@@ -6,8 +6,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-
-	"github.com/cachetune/cachetune/internal/bench"
 )
 
 // A scale run grows the dataset tenfold between sizes, and the server's and
@@ -34,7 +32,7 @@ type room struct {
 
 // projectRoom projects, from the results at the previous size, what the next
 // size needs. serverRSS is what the server holds now (0 when not local).
-func projectRoom(results []bench.Result, prev, next int, available, serverRSS uint64) room {
+func projectRoom(results []Result, prev, next int, available, serverRSS uint64) room {
 	r := room{available: available + serverRSS, child: map[string]uint64{}}
 	scale := func(v uint64) uint64 { return uint64(float64(v) * float64(next) / float64(max(prev, 1))) }
 	for _, res := range results {
@@ -88,8 +86,9 @@ func memAvailable() uint64 {
 	return 0
 }
 
-// processRSS reads a process's resident set size from /proc/<pid>/statm.
-func processRSS(pid int) uint64 {
+// ProcessRSS reads a process's resident set size from /proc/<pid>/statm, 0 when
+// it cannot.
+func ProcessRSS(pid int) uint64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/statm", pid))
 	if err != nil {
 		return 0
