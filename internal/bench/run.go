@@ -144,74 +144,13 @@ func (o *runner) run(ctx context.Context, stderr io.Writer) (err error) {
 		return fmt.Errorf("start the fault proxy: %w", err)
 	}
 	defer proxy.Close()
-	srv := proxyServer{p: proxy}
-	childConfig := proxy.Config(t.config)
 	exe, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	jobs := o.Jobs()
-	sizes := o.Sizes
-	if len(sizes) == 0 {
-		sizes = []int{o.Spec.Pods}
-	}
-	var failed, total int
-	have := dataset.Spec{}
-	var last []Result // the results at the previous size
-sizes:
-	for si, size := range sizes {
-		var fit room
-		if si > 0 {
-			var serverRSS uint64
-			if t.local() {
-				serverRSS = ProcessRSS(t.serverPID)
-			}
-			fit = projectRoom(last, have.Pods, size, memAvailable(), serverRSS)
-			if ok, why := fit.serverFits(); !ok && fit.available > 0 {
-				note := fmt.Sprintf("stopped before %d pods: %s", size, why)
-				_, _ = fmt.Fprintln(stderr, note)
-				rep.Skipped = append(rep.Skipped, note)
-				break sizes
-			}
-			if err := o.grow(ctx, t.config, have, size, stderr); err != nil {
-				return err
-			}
-		}
-		have = o.Spec
-		last = nil
-		rep.Datasets = append(rep.Datasets, o.datasets(ctx, t, stderr)...)
-		churn, err := o.churner(t)
-		if err != nil {
-			return err
-		}
-		for i, j := range jobs {
-			pos := fmt.Sprintf("%d/%d", i+1, len(jobs))
-			if len(sizes) > 1 {
-				pos = fmt.Sprintf("%s at %d pods", pos, size)
-			}
-			if ok, why := fit.modeFits(j.Mode.Name); !ok && fit.available > 0 {
-				note := fmt.Sprintf("%s left out at %d pods: %s", j.Mode.Name, size, why)
-				fmt.Fprintf(stderr, "mode %s: %s\n", pos, note)
-				rep.Skipped = append(rep.Skipped, note)
-				continue
-			}
-			res, err := o.runMode(ctx, exe, j, childConfig, srv, t, churn, pos, stderr)
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			total++
-			if err != nil {
-				failed++
-				res.Error = err.Error()
-			}
-			rep.Results = append(rep.Results, res)
-			last = append(last, res)
-			if churn != nil {
-				if err := churn.Restore(ctx); err != nil {
-					return fmt.Errorf("restore the dataset after mode %s: %w", j.Mode.Name, err)
-				}
-			}
-		}
+	s := &sizeSweep{target: t, exe: exe, config: proxy.Config(t.config), srv: proxyServer{p: proxy}, jobs: o.Jobs(), rep: &rep}
+	if err := o.measureSizes(ctx, s, stderr); err != nil {
+		return err
 	}
 	rep.Finished = time.Now()
 
@@ -224,10 +163,114 @@ sizes:
 		fmt.Fprintln(stderr, "kube-apiserver kept running; press Ctrl-C to stop it")
 		<-ctx.Done()
 	}
-	if failed > 0 {
-		return fmt.Errorf("%d of %d modes failed (details in the table and in %s)", failed, total, filepath.Join(o.OutDir, "logs"))
+	if s.failed > 0 {
+		return fmt.Errorf("%d of %d modes failed (details in the table and in %s)", s.failed, s.total, filepath.Join(o.OutDir, "logs"))
 	}
 	return nil
+}
+
+// sizeSweep is what the jobs of a run share, at every dataset size.
+type sizeSweep struct {
+	target target
+	// exe is the program of `cachebench child`: this one.
+	exe string
+	// config reaches the server through the fault proxy, srv.
+	config *rest.Config
+	srv    Server
+	jobs   []Job
+	// sized is set in a scale run (more than one size).
+	sized bool
+	rep   *Report
+	// failed of total jobs run failed.
+	failed, total int
+}
+
+// measureSizes runs every job at each dataset size, growing the dataset from
+// one size to the next, and stops before a size the server would not fit in.
+func (o *runner) measureSizes(ctx context.Context, s *sizeSweep, stderr io.Writer) error {
+	sizes := o.Sizes
+	if len(sizes) == 0 {
+		sizes = []int{o.Spec.Pods}
+	}
+	s.sized = len(sizes) > 1
+	have := dataset.Spec{}
+	var last []Result // the results at the previous size
+	for si, size := range sizes {
+		var fit room
+		if si > 0 {
+			var ok bool
+			if fit, ok = o.roomFor(s, last, have.Pods, size, stderr); !ok {
+				break
+			}
+			if err := o.grow(ctx, s.target.config, have, size, stderr); err != nil {
+				return err
+			}
+		}
+		have = o.Spec
+		s.rep.Datasets = append(s.rep.Datasets, o.datasets(ctx, s.target, stderr)...)
+		var err error
+		if last, err = o.measureSize(ctx, s, size, fit, stderr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// roomFor projects what the next size needs from the results at the previous
+// one; it reports false, and notes why in the report, when the server would
+// not fit.
+func (o *runner) roomFor(s *sizeSweep, last []Result, prev, size int, stderr io.Writer) (room, bool) {
+	var serverRSS uint64
+	if s.target.local() {
+		serverRSS = ProcessRSS(s.target.serverPID)
+	}
+	fit := projectRoom(last, prev, size, memAvailable(), serverRSS)
+	if ok, why := fit.serverFits(); !ok && fit.available > 0 {
+		note := fmt.Sprintf("stopped before %d pods: %s", size, why)
+		_, _ = fmt.Fprintln(stderr, note)
+		s.rep.Skipped = append(s.rep.Skipped, note)
+		return fit, false
+	}
+	return fit, true
+}
+
+// measureSize runs every job that fits at one dataset size, restoring the
+// dataset after each job that changed it, and returns their results.
+func (o *runner) measureSize(ctx context.Context, s *sizeSweep, size int, fit room, stderr io.Writer) ([]Result, error) {
+	churn, err := o.churner(s.target)
+	if err != nil {
+		return nil, err
+	}
+	var results []Result
+	for i, j := range s.jobs {
+		pos := fmt.Sprintf("%d/%d", i+1, len(s.jobs))
+		if s.sized {
+			pos = fmt.Sprintf("%s at %d pods", pos, size)
+		}
+		if ok, why := fit.modeFits(j.Mode.Name); !ok && fit.available > 0 {
+			note := fmt.Sprintf("%s left out at %d pods: %s", j.Mode.Name, size, why)
+			fmt.Fprintf(stderr, "mode %s: %s\n", pos, note)
+			s.rep.Skipped = append(s.rep.Skipped, note)
+			continue
+		}
+		res, err := o.runMode(ctx, s.exe, j, s.config, s.srv, s.target, churn, pos, stderr)
+		if ctx.Err() != nil {
+			return results, ctx.Err()
+		}
+		s.total++
+		if err != nil {
+			s.failed++
+			res.Error = err.Error()
+		}
+		s.rep.Results = append(s.rep.Results, res)
+		results = append(results, res)
+		if churn != nil {
+			if err := churn.Restore(ctx); err != nil {
+				return results, fmt.Errorf("restore the dataset after mode %s: %w", j.Mode.Name, err)
+			}
+		}
+	}
+	return results, nil
 }
 
 // Jobs lists the child processes of one dataset size: a mode per resource, or
