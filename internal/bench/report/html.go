@@ -43,98 +43,122 @@ func WriteHTML(w io.Writer, r bench.Report) error {
 		}
 		return rows
 	}
+	var charts []modeChart
+	for _, res := range ok {
+		charts = append(charts, modeChart{Label: label(res), Title: res.Title, Chart: heapChart(res)})
+	}
+	data := htmlData{
+		R:            r,
+		Summary:      Summary(r),
+		Header:       tableHeader(multi),
+		Rows:         tableRows(r),
+		RelistHeader: relistHeader(multi),
+		RelistRows:   relistRows(r),
+		Notes:        tableNotes,
+		Started:      r.Started.UTC().Format(time.RFC3339),
+		Duration:     r.Finished.Sub(r.Started).Round(time.Second).String(),
+		Churn:        churnText(r.Plan),
+		Compare:      phaseChart(comparableLines(r), r.Plan),
+		Charts:       charts,
+	}
+	data.barCharts(r, rowsOf)
+	if scale {
+		data.scaleCharts(r)
+	}
+	data.Failures = failures(r)
+	return reportTemplate.Execute(w, data)
+}
+
+// htmlData is what reportTemplate renders.
+type htmlData struct {
+	R                          bench.Report
+	Summary                    []string
+	Header, RelistHeader       []string
+	Rows, RelistRows           [][]string
+	Notes                      []string
+	Failures                   []string
+	Started, Duration, Churn   string
+	Compare                    template.HTML
+	BytesPerObject, PeakRatios template.HTML
+	RelistPeaks, CPU           template.HTML
+	Probe, Sched               template.HTML
+	ScaleBytes, ScaleInit      template.HTML
+	ScaleRelist, ScaleCPU      template.HTML
+	Charts                     []modeChart
+}
+
+// modeChart is one mode's heap-over-time chart.
+type modeChart struct {
+	Label, Title string
+	Chart        template.HTML
+}
+
+func kbText(v float64) string    { return fmt.Sprintf("%.1f KB", v) }
+func ratioText(v float64) string { return fmt.Sprintf("%.2fx", v) }
+func usText(v float64) string    { return fmt.Sprintf("%.0f µs", v) }
+
+// barCharts draws the bar charts, one bar group per successful mode (rowsOf).
+func (d *htmlData) barCharts(r bench.Report, rowsOf func(func(bench.Result) []float64) []barRow) {
 	// Re-list peaks: one bar per re-list, named after its churn.
 	var relistSeries []string
 	for k := 1; k <= r.Plan.Relists; k++ {
 		relistSeries = append(relistSeries, relistName(r.Plan, k))
 	}
-	type modeChart struct {
-		Label, Title string
-		Chart        template.HTML
-	}
-	var charts []modeChart
-	for _, res := range ok {
-		charts = append(charts, modeChart{Label: label(res), Title: res.Title, Chart: heapChart(res)})
-	}
-	kb := func(v float64) string { return fmt.Sprintf("%.1f KB", v) }
-	ratioFmt := func(v float64) string { return fmt.Sprintf("%.2fx", v) }
-	data := struct {
-		R                          bench.Report
-		Summary                    []string
-		Header, RelistHeader       []string
-		Rows, RelistRows           [][]string
-		Notes                      []string
-		Failures                   []string
-		Started, Duration, Churn   string
-		Compare                    template.HTML
-		BytesPerObject, PeakRatios template.HTML
-		RelistPeaks, CPU           template.HTML
-		Probe, Sched               template.HTML
-		ScaleBytes, ScaleInit      template.HTML
-		ScaleRelist, ScaleCPU      template.HTML
-		Charts                     []modeChart
-	}{
-		R:              r,
-		Summary:        Summary(r),
-		Header:         tableHeader(multi),
-		Rows:           tableRows(r),
-		RelistHeader:   relistHeader(multi),
-		RelistRows:     relistRows(r),
-		Notes:          tableNotes,
-		Started:        r.Started.UTC().Format(time.RFC3339),
-		Duration:       r.Finished.Sub(r.Started).Round(time.Second).String(),
-		Churn:          churnText(r.Plan),
-		Compare:        phaseChart(comparableLines(r), r.Plan),
-		BytesPerObject: bytesChart(r, rowsOf, kb),
-		PeakRatios: barChart(rowsOf(func(res bench.Result) []float64 {
-			return []float64{res.InitialSync.PeakRatio, orNaN(res, res.RelistPeakRatio())}
-		}), []string{"initial-sync peak / live", "highest re-list peak / live"}, ratioFmt),
-		RelistPeaks: barChart(rowsOf(func(res bench.Result) []float64 {
-			v := make([]float64, len(relistSeries))
-			for i := range v {
-				v[i] = math.NaN()
-				if i < len(res.Relists) && res.Relists[i].Error == "" {
-					v[i] = res.Relists[i].Window.PeakRatio
-				}
+	d.BytesPerObject = bytesChart(r, rowsOf, kbText)
+	d.PeakRatios = barChart(rowsOf(func(res bench.Result) []float64 {
+		return []float64{res.InitialSync.PeakRatio, orNaN(res, res.RelistPeakRatio())}
+	}), []string{"initial-sync peak / live", "highest re-list peak / live"}, ratioText)
+	d.RelistPeaks = barChart(rowsOf(func(res bench.Result) []float64 {
+		v := make([]float64, len(relistSeries))
+		for i := range v {
+			v[i] = math.NaN()
+			if i < len(res.Relists) && res.Relists[i].Error == "" {
+				v[i] = res.Relists[i].Window.PeakRatio
 			}
-			return v
-		}), relistSeries, ratioFmt),
-		CPU: barChart(rowsOf(func(res bench.Result) []float64 {
-			server := math.NaN()
-			if res.InitialSync.Server != nil && res.Objects > 0 {
-				server = res.InitialSync.Server.CPUSeconds * 1e6 / float64(res.Objects)
-			}
-			return []float64{res.InitialSync.CPUSeconds * 1e6 / float64(res.Objects), server}
-		}), []string{"client CPU µs per object", "server CPU µs per object"}, func(v float64) string { return fmt.Sprintf("%.0f µs", v) }),
-		Sched: barChart(rowsOf(func(res bench.Result) []float64 {
-			return []float64{res.Idle.Runtime.Sched.P99, orNaN(res, res.RelistSchedP99())}
-		}), []string{"sched p99 idle", "sched p99 re-list"}, func(v float64) string { return ms2(v) + " ms" }),
-		Probe: barChart(rowsOf(func(res bench.Result) []float64 {
-			return []float64{res.Idle.Probe.Max, orNaN(res, res.RelistProbeMax())}
-		}), []string{"probe worst idle", "probe worst re-list"}, func(v float64) string { return ms1(v) + " ms" }),
-		Charts: charts,
-	}
-	if scale {
-		data.ScaleBytes = scaleChart(scaleLines(r, func(res bench.Result) float64 { return res.BytesPerObject / 1000 }), "KB per object", kb)
-		data.ScaleInit = scaleChart(scaleLines(r, func(res bench.Result) float64 { return res.InitialSync.PeakRatio }), "initial-sync peak / live", ratioFmt)
-		data.ScaleRelist = scaleChart(scaleLines(r, func(res bench.Result) float64 { return orNaN(res, res.RelistPeakRatio()) }), "highest re-list peak / live", ratioFmt)
-		data.ScaleCPU = scaleChart(scaleLines(r, func(res bench.Result) float64 { return res.InitialSync.CPUSeconds * 1e6 / float64(res.Objects) }),
-			"sync CPU µs per object", func(v float64) string { return fmt.Sprintf("%.0f µs", v) })
-	}
+		}
+		return v
+	}), relistSeries, ratioText)
+	d.CPU = barChart(rowsOf(func(res bench.Result) []float64 {
+		server := math.NaN()
+		if res.InitialSync.Server != nil && res.Objects > 0 {
+			server = res.InitialSync.Server.CPUSeconds * 1e6 / float64(res.Objects)
+		}
+		return []float64{res.InitialSync.CPUSeconds * 1e6 / float64(res.Objects), server}
+	}), []string{"client CPU µs per object", "server CPU µs per object"}, usText)
+	d.Sched = barChart(rowsOf(func(res bench.Result) []float64 {
+		return []float64{res.Idle.Runtime.Sched.P99, orNaN(res, res.RelistSchedP99())}
+	}), []string{"sched p99 idle", "sched p99 re-list"}, func(v float64) string { return ms2(v) + " ms" })
+	d.Probe = barChart(rowsOf(func(res bench.Result) []float64 {
+		return []float64{res.Idle.Probe.Max, orNaN(res, res.RelistProbeMax())}
+	}), []string{"probe worst idle", "probe worst re-list"}, func(v float64) string { return ms1(v) + " ms" })
+}
+
+// scaleCharts draws the figures against dataset size of a scale run.
+func (d *htmlData) scaleCharts(r bench.Report) {
+	d.ScaleBytes = scaleChart(scaleLines(r, func(res bench.Result) float64 { return res.BytesPerObject / 1000 }), "KB per object", kbText)
+	d.ScaleInit = scaleChart(scaleLines(r, func(res bench.Result) float64 { return res.InitialSync.PeakRatio }), "initial-sync peak / live", ratioText)
+	d.ScaleRelist = scaleChart(scaleLines(r, func(res bench.Result) float64 { return orNaN(res, res.RelistPeakRatio()) }), "highest re-list peak / live", ratioText)
+	d.ScaleCPU = scaleChart(scaleLines(r, func(res bench.Result) float64 { return res.InitialSync.CPUSeconds * 1e6 / float64(res.Objects) }),
+		"sync CPU µs per object", usText)
+}
+
+// failures lists every failed mode, reconcile list and re-list of r.
+func failures(r bench.Report) []string {
+	var out []string
 	for _, res := range r.Results {
 		if res.Error != "" {
-			data.Failures = append(data.Failures, res.Mode+": "+res.Error)
+			out = append(out, res.Mode+": "+res.Error)
 		}
 		if l := res.ReconcileList; l != nil && l.Error != "" {
-			data.Failures = append(data.Failures, fmt.Sprintf("%s reconcile list: %s", res.Mode, l.Error))
+			out = append(out, fmt.Sprintf("%s reconcile list: %s", res.Mode, l.Error))
 		}
 		for _, rl := range res.Relists {
 			if rl.Error != "" {
-				data.Failures = append(data.Failures, fmt.Sprintf("%s re-list %d: %s", res.Mode, rl.Index, rl.Error))
+				out = append(out, fmt.Sprintf("%s re-list %d: %s", res.Mode, rl.Index, rl.Error))
 			}
 		}
 	}
-	return reportTemplate.Execute(w, data)
+	return out
 }
 
 // bytesChart draws the live heap per object and, when any mode has a
