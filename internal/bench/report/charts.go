@@ -128,23 +128,40 @@ func phaseChart(lines []chartLine, plan bench.Plan) template.HTML {
 	if len(lines) == 0 {
 		return ""
 	}
-	var phases []phase
+	g := newPhaseGrid(lines, plan)
+	legendRows := (len(lines) + 1) / 2
+	h := phaseTop + phaseH + phaseBottom + 18*legendRows + 8
+
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="11">`, phaseW, h, phaseW, h)
+	g.drawAxes(&b)
+	for _, ln := range lines {
+		g.drawLine(&b, ln)
+	}
+	drawPhaseLegend(&b, lines)
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String())
+}
+
+// phaseGrid places the phases of a phase chart: a column per phase and one
+// y scale for all.
+type phaseGrid struct {
+	phases        []phase
+	lefts, widths []float64
+	yMax, yStep   float64
+}
+
+// newPhaseGrid collects the phases every line goes through, each as long as
+// its longest line, and the highest heap ratio within them.
+func newPhaseGrid(lines []chartLine, plan bench.Plan) phaseGrid {
+	var g phaseGrid
 	yMax := 1.5
 	for _, ln := range lines {
 		for i, p := range phasesOf(ln.res) {
-			if i == len(phases) {
-				title := "initial sync"
-				if i > 0 {
-					title = fmt.Sprintf("re-list %d", i)
-					if c := plan.ChurnAt(i); c > 0 {
-						title += fmt.Sprintf(", %s%% changed", trimFloat(100*c))
-					} else {
-						title += ", no changes"
-					}
-				}
-				phases = append(phases, phase{title: title})
+			if i == len(g.phases) {
+				g.phases = append(g.phases, phase{title: phaseTitle(plan, i)})
 			}
-			phases[i].duration = max(phases[i].duration, p[1]-p[0])
+			g.phases[i].duration = max(g.phases[i].duration, p[1]-p[0])
 		}
 		for i, t := range ln.res.Series.Seconds {
 			if ln.res.LiveHeap > 0 && inPhases(phasesOf(ln.res), t) {
@@ -153,85 +170,103 @@ func phaseChart(lines []chartLine, plan bench.Plan) template.HTML {
 		}
 	}
 	var total float64
-	for _, p := range phases {
+	for _, p := range g.phases {
 		total += max(p.duration, 1e-3)
 	}
-	plotW := float64(phaseW - phaseLeft - phaseRight - phaseGap*(len(phases)-1))
-	spare := plotW - float64(phaseMinW*len(phases))
-	widths := make([]float64, len(phases))
-	lefts := make([]float64, len(phases))
+	plotW := float64(phaseW - phaseLeft - phaseRight - phaseGap*(len(g.phases)-1))
+	spare := plotW - float64(phaseMinW*len(g.phases))
+	g.widths = make([]float64, len(g.phases))
+	g.lefts = make([]float64, len(g.phases))
 	x0 := float64(phaseLeft)
-	for i, p := range phases {
-		widths[i] = phaseMinW + max(0, spare)*max(p.duration, 1e-3)/total
-		lefts[i] = x0
-		x0 += widths[i] + phaseGap
+	for i, p := range g.phases {
+		g.widths[i] = phaseMinW + max(0, spare)*max(p.duration, 1e-3)/total
+		g.lefts[i] = x0
+		x0 += g.widths[i] + phaseGap
 	}
-	yStep := niceStep(yMax / 5)
-	yMax = math.Ceil(yMax/yStep) * yStep
-	y := func(v float64) float64 { return phaseTop + phaseH - v/yMax*phaseH }
-	legendRows := (len(lines) + 1) / 2
-	h := phaseTop + phaseH + phaseBottom + 18*legendRows + 8
+	g.yStep = niceStep(yMax / 5)
+	g.yMax = math.Ceil(yMax/g.yStep) * g.yStep
+	return g
+}
 
-	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="11">`, phaseW, h, phaseW, h)
-	for v := 0.0; v <= yMax+yStep/2; v += yStep {
-		fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end">%s</text>`, phaseLeft-4, y(v)+4, trimFloat(v))
+// phaseTitle names phase i: the initial sync, or a re-list and its churn.
+func phaseTitle(plan bench.Plan, i int) string {
+	if i == 0 {
+		return "initial sync"
 	}
-	fmt.Fprintf(&b, `<text x="12" y="%d" transform="rotate(-90 12 %d)" text-anchor="middle">heap / live heap</text>`, phaseTop+phaseH/2, phaseTop+phaseH/2)
-	for i, p := range phases {
-		l, w := lefts[i], widths[i]
-		fmt.Fprintf(&b, `<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="#fafafa" stroke="#ddd"/>`, l, phaseTop, w, phaseH)
-		for v := yStep; v < yMax; v += yStep {
-			fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#eee"/>`, l, l+w, y(v), y(v))
+	title := fmt.Sprintf("re-list %d", i)
+	if c := plan.ChurnAt(i); c > 0 {
+		return title + fmt.Sprintf(", %s%% changed", trimFloat(100*c))
+	}
+	return title + ", no changes"
+}
+
+func (g phaseGrid) y(v float64) float64 { return phaseTop + phaseH - v/g.yMax*phaseH }
+
+// drawAxes draws the y axis, and each phase's column with its grid, the live
+// heap's line, its title, duration and time axis.
+func (g phaseGrid) drawAxes(b *strings.Builder) {
+	for v := 0.0; v <= g.yMax+g.yStep/2; v += g.yStep {
+		fmt.Fprintf(b, `<text x="%d" y="%.1f" text-anchor="end">%s</text>`, phaseLeft-4, g.y(v)+4, trimFloat(v))
+	}
+	fmt.Fprintf(b, `<text x="12" y="%d" transform="rotate(-90 12 %d)" text-anchor="middle">heap / live heap</text>`, phaseTop+phaseH/2, phaseTop+phaseH/2)
+	for i, p := range g.phases {
+		l, w := g.lefts[i], g.widths[i]
+		fmt.Fprintf(b, `<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="#fafafa" stroke="#ddd"/>`, l, phaseTop, w, phaseH)
+		for v := g.yStep; v < g.yMax; v += g.yStep {
+			fmt.Fprintf(b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#eee"/>`, l, l+w, g.y(v), g.y(v))
 		}
-		ly := y(1)
-		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#009E73" stroke-dasharray="1,3"/>`, l, l+w, ly, ly)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle" font-weight="bold">%s</text>`, l+w/2, phaseTop-22, esc(fitText(p.title, w)))
-		fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle" fill="#555">%s s</text>`, l+w/2, phaseTop-8, trimFloat(roundTo(p.duration, 2)))
-		fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="start">0</text><text x="%.1f" y="%d" text-anchor="end">%s</text>`,
+		ly := g.y(1)
+		fmt.Fprintf(b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#009E73" stroke-dasharray="1,3"/>`, l, l+w, ly, ly)
+		fmt.Fprintf(b, `<text x="%.1f" y="%d" text-anchor="middle" font-weight="bold">%s</text>`, l+w/2, phaseTop-22, esc(fitText(p.title, w)))
+		fmt.Fprintf(b, `<text x="%.1f" y="%d" text-anchor="middle" fill="#555">%s s</text>`, l+w/2, phaseTop-8, trimFloat(roundTo(p.duration, 2)))
+		fmt.Fprintf(b, `<text x="%.1f" y="%d" text-anchor="start">0</text><text x="%.1f" y="%d" text-anchor="end">%s</text>`,
 			l, phaseTop+phaseH+13, l+w, phaseTop+phaseH+13, trimFloat(roundTo(p.duration, 2)))
 	}
-	for _, ln := range lines {
-		res := ln.res
-		for i, p := range phasesOf(res) {
-			if i >= len(phases) || res.LiveHeap == 0 {
-				break
-			}
-			var pts []string
-			for j, t := range res.Series.Seconds {
-				if t < p[0] || t > p[1] {
-					continue
-				}
-				px := lefts[i] + (t-p[0])/max(phases[i].duration, 1e-3)*widths[i]
-				pts = append(pts, fmt.Sprintf("%.1f,%.1f", px, y(float64(res.Series.Heap[j])/float64(res.LiveHeap))))
-			}
-			if len(pts) < 2 {
+}
+
+// drawLine draws one line's heap ratio in each phase's column.
+func (g phaseGrid) drawLine(b *strings.Builder, ln chartLine) {
+	res := ln.res
+	for i, p := range phasesOf(res) {
+		if i >= len(g.phases) || res.LiveHeap == 0 {
+			break
+		}
+		var pts []string
+		for j, t := range res.Series.Seconds {
+			if t < p[0] || t > p[1] {
 				continue
 			}
-			dash := ""
-			if ln.Dash != "" {
-				dash = ` stroke-dasharray="` + ln.Dash + `"`
-			}
-			fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="1.6"%s points="%s"><title>%s</title></polyline>`,
-				ln.Color, dash, strings.Join(pts, " "), esc(ln.Label))
+			px := g.lefts[i] + (t-p[0])/max(g.phases[i].duration, 1e-3)*g.widths[i]
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", px, g.y(float64(res.Series.Heap[j])/float64(res.LiveHeap))))
 		}
+		if len(pts) < 2 {
+			continue
+		}
+		fmt.Fprintf(b, `<polyline fill="none" stroke="%s" stroke-width="1.6"%s points="%s"><title>%s</title></polyline>`,
+			ln.Color, dashAttr(ln.Dash), strings.Join(pts, " "), esc(ln.Label))
 	}
-	// The legend: the live heap, then each line, two to a row.
+}
+
+// drawPhaseLegend draws the legend under a phase chart: the live heap, then
+// each line, two to a row.
+func drawPhaseLegend(b *strings.Builder, lines []chartLine) {
 	ly0 := phaseTop + phaseH + phaseBottom + 4
-	fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="#009E73" stroke-dasharray="1,3"/><text x="%d" y="%d" fill="#555">live heap after the sync (1)</text>`,
+	fmt.Fprintf(b, `<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="#009E73" stroke-dasharray="1,3"/><text x="%d" y="%d" fill="#555">live heap after the sync (1)</text>`,
 		phaseW-phaseRight-200, phaseW-phaseRight-172, ly0-16, ly0-16, phaseW-phaseRight-166, ly0-12)
 	for i, ln := range lines {
 		lx := phaseLeft + (i%2)*(phaseW-phaseLeft)/2
 		ly := phaseTop + phaseH + phaseBottom + 18*(i/2) + 4
-		dash := ""
-		if ln.Dash != "" {
-			dash = ` stroke-dasharray="` + ln.Dash + `"`
-		}
-		fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="%s" stroke-width="2"%s/><text x="%d" y="%d">%s</text>`,
-			lx, lx+28, ly, ly, ln.Color, dash, lx+34, ly+4, esc(ln.Label))
+		fmt.Fprintf(b, `<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="%s" stroke-width="2"%s/><text x="%d" y="%d">%s</text>`,
+			lx, lx+28, ly, ly, ln.Color, dashAttr(ln.Dash), lx+34, ly+4, esc(ln.Label))
 	}
-	b.WriteString(`</svg>`)
-	return template.HTML(b.String())
+}
+
+// dashAttr is the stroke-dasharray attribute of a dash pattern, "" for none.
+func dashAttr(dash string) string {
+	if dash == "" {
+		return ""
+	}
+	return ` stroke-dasharray="` + dash + `"`
 }
 
 func inPhases(ps [][2]float64, t float64) bool {
