@@ -133,13 +133,51 @@ controller-runtime's client deep-copies each unless UnsafeDisableDeepCopy.`, std
 // flagValues are the flags validate parses itself.
 type flagValues struct{ resources, modes, churn, sizes, shape, dataset string }
 
+// validate parses the flags that need it and checks them together, in this
+// order, so that the first problem on the command line is the one reported.
 func (o *runOptions) validate(set map[string]bool, fv flagValues) error {
 	s := &o.Spec
 	var err error
 	if s.PodShape, err = dataset.ParsePodShape(fv.shape); err != nil {
 		return fmt.Errorf("--pod-shape: %w", err)
 	}
-	if o.Sizes, err = parseSizes(fv.sizes); err != nil {
+	if err := o.parseSizes(set, fv.sizes); err != nil {
+		return err
+	}
+	if err := o.applyDataset(set, fv.dataset); err != nil {
+		return err
+	}
+	for name, v := range map[string]int{"pods": s.Pods, "configmaps": s.ConfigMaps, "secrets": s.Secrets, "nodes": s.Nodes, "widgets": s.Widgets,
+		"pod-env": s.PodEnv, "configmap-bytes": s.ConfigMapBytes, "secret-bytes": s.SecretBytes, "widget-bytes": s.WidgetBytes} {
+		if v < 0 {
+			return fmt.Errorf("--%s must not be negative, got %d", name, v)
+		}
+	}
+	if err := o.parseChurn(set, fv.churn); err != nil {
+		return err
+	}
+	if err := o.Plan.Validate(); err != nil {
+		return err
+	}
+	if err := o.checkChildEnv(); err != nil {
+		return err
+	}
+	if err := o.checkTarget(set); err != nil {
+		return err
+	}
+	if o.Resources, err = o.pickResources(fv.resources); err != nil {
+		return err
+	}
+	if err := o.pickModes(fv.modes); err != nil {
+		return err
+	}
+	return o.checkControllerRuntimeChild()
+}
+
+// parseSizes reads --sizes: a scale run starts at its smallest size.
+func (o *runOptions) parseSizes(set map[string]bool, list string) error {
+	var err error
+	if o.Sizes, err = parseSizes(list); err != nil {
 		return err
 	}
 	if len(o.Sizes) > 0 {
@@ -149,9 +187,16 @@ func (o *runOptions) validate(set map[string]bool, fv flagValues) error {
 		if o.Kubeconfig != "" && !o.Seed {
 			return errors.New("--sizes seeds a dataset up to the largest size: with --kubeconfig it needs --seed")
 		}
-		s.Pods = o.Sizes[0]
+		o.Spec.Pods = o.Sizes[0]
 	}
-	switch fv.dataset {
+	return nil
+}
+
+// applyDataset applies --dataset: mixed fills in every count the flags left
+// out and caches the kinds together.
+func (o *runOptions) applyDataset(set map[string]bool, kind string) error {
+	s := &o.Spec
+	switch kind {
 	case "standard":
 	case "mixed":
 		m := dataset.Mixed(s.Namespace, s.Pods)
@@ -175,20 +220,13 @@ func (o *runOptions) validate(set map[string]bool, fv flagValues) error {
 			s.Nodes = 0 // see --nodes
 		}
 	default:
-		return fmt.Errorf("--dataset must be standard or mixed, got %q", fv.dataset)
+		return fmt.Errorf("--dataset must be standard or mixed, got %q", kind)
 	}
-	for name, v := range map[string]int{"pods": s.Pods, "configmaps": s.ConfigMaps, "secrets": s.Secrets, "nodes": s.Nodes, "widgets": s.Widgets,
-		"pod-env": s.PodEnv, "configmap-bytes": s.ConfigMapBytes, "secret-bytes": s.SecretBytes, "widget-bytes": s.WidgetBytes} {
-		if v < 0 {
-			return fmt.Errorf("--%s must not be negative, got %d", name, v)
-		}
-	}
-	if err := o.parseChurn(set, fv.churn); err != nil {
-		return err
-	}
-	if err := o.Plan.Validate(); err != nil {
-		return err
-	}
+	return nil
+}
+
+// checkChildEnv checks --gogc and --gomemlimit, which the children get.
+func (o *runOptions) checkChildEnv() error {
 	if o.GOGC != "" && o.GOGC != "off" {
 		if n, err := strconv.Atoi(o.GOGC); err != nil || n < 0 {
 			return fmt.Errorf("--gogc must be a non-negative integer or off, got %q", o.GOGC)
@@ -197,6 +235,12 @@ func (o *runOptions) validate(set map[string]bool, fv flagValues) error {
 	if o.GOMEMLIMIT != "" && !memLimit.MatchString(o.GOMEMLIMIT) {
 		return fmt.Errorf("--gomemlimit must be a byte count with an optional unit (B, KiB, MiB, GiB, TiB) or off, got %q", o.GOMEMLIMIT)
 	}
+	return nil
+}
+
+// checkTarget checks the flags that apply to the local server only, or to a
+// cluster only; a cluster is only read unless --seed.
+func (o *runOptions) checkTarget(set map[string]bool) error {
 	if o.Kubeconfig == "" {
 		if o.Seed {
 			return errors.New("--seed needs --kubeconfig (the local server is always seeded)")
@@ -204,31 +248,36 @@ func (o *runOptions) validate(set map[string]bool, fv flagValues) error {
 		if o.ServerPID != 0 {
 			return errors.New("--server-pid needs --kubeconfig (the local server's process is known)")
 		}
-	} else {
-		if o.KeepServer {
-			return errors.New("--keep-server applies to the local server, not with --kubeconfig")
-		}
-		if s.Nodes > 0 {
-			return errors.New("--nodes writes Node objects, which a real cluster's scheduler and node controller would act on: the local server only")
-		}
-		if o.ServerPID < 0 {
-			return fmt.Errorf("--server-pid must be a process id, got %d", o.ServerPID)
-		}
-		if !o.Seed {
-			for _, f := range []string{"pods", "pod-env", "pod-shape", "configmaps", "configmap-bytes", "secrets", "secret-bytes", "widgets", "widget-bytes", "dataset"} {
-				if set[f] {
-					return fmt.Errorf("--%s seeds objects: with --kubeconfig it needs --seed (runs on a cluster are read-only otherwise)", f)
-				}
-			}
-			if slices.ContainsFunc(o.Plan.Churn, func(c float64) bool { return c > 0 }) {
-				return errors.New("--churn writes to the cluster: with --kubeconfig it needs --seed (runs on a cluster are read-only otherwise)")
-			}
+		return nil
+	}
+	if o.KeepServer {
+		return errors.New("--keep-server applies to the local server, not with --kubeconfig")
+	}
+	if o.Spec.Nodes > 0 {
+		return errors.New("--nodes writes Node objects, which a real cluster's scheduler and node controller would act on: the local server only")
+	}
+	if o.ServerPID < 0 {
+		return fmt.Errorf("--server-pid must be a process id, got %d", o.ServerPID)
+	}
+	if o.Seed {
+		return nil
+	}
+	for _, f := range []string{"pods", "pod-env", "pod-shape", "configmaps", "configmap-bytes", "secrets", "secret-bytes", "widgets", "widget-bytes", "dataset"} {
+		if set[f] {
+			return fmt.Errorf("--%s seeds objects: with --kubeconfig it needs --seed (runs on a cluster are read-only otherwise)", f)
 		}
 	}
-	if o.Resources, err = o.pickResources(fv.resources); err != nil {
-		return err
+	if slices.ContainsFunc(o.Plan.Churn, func(c float64) bool { return c > 0 }) {
+		return errors.New("--churn writes to the cluster: with --kubeconfig it needs --seed (runs on a cluster are read-only otherwise)")
 	}
-	if o.Modes, err = bench.Select(fv.modes); err != nil {
+	return nil
+}
+
+// pickModes selects --modes, keeping with --together those that can cache
+// every resource at once, and checks that every resource has a mode.
+func (o *runOptions) pickModes(list string) error {
+	var err error
+	if o.Modes, err = bench.Select(list); err != nil {
 		return err
 	}
 	if o.Together {
@@ -242,22 +291,29 @@ func (o *runOptions) validate(set map[string]bool, fv flagValues) error {
 			return errors.New("none of the selected modes can cache all of --resources together")
 		}
 		o.Modes = can
-	} else {
-		for _, gvr := range o.Resources {
-			if len(bench.ModesFor(o.Modes, gvr)) == 0 {
-				return fmt.Errorf("none of the selected modes can cache %s", gvr.Resource)
-			}
+		return nil
+	}
+	for _, gvr := range o.Resources {
+		if len(bench.ModesFor(o.Modes, gvr)) == 0 {
+			return fmt.Errorf("none of the selected modes can cache %s", gvr.Resource)
 		}
 	}
-	if o.ControllerRuntimeChild != "" {
-		if !slices.ContainsFunc(o.Modes, func(m bench.Mode) bool { return m.Program == bench.ControllerRuntime }) {
-			return errors.New("--controller-runtime-child is for the controller-runtime modes, and --modes selects none")
-		}
-		if fi, err := os.Stat(o.ControllerRuntimeChild); err != nil {
-			return fmt.Errorf("--controller-runtime-child: %w", err)
-		} else if fi.IsDir() {
-			return fmt.Errorf("--controller-runtime-child: %s is a directory, not the program", o.ControllerRuntimeChild)
-		}
+	return nil
+}
+
+// checkControllerRuntimeChild checks --controller-runtime-child: a program,
+// for selected controller-runtime modes.
+func (o *runOptions) checkControllerRuntimeChild() error {
+	if o.ControllerRuntimeChild == "" {
+		return nil
+	}
+	if !slices.ContainsFunc(o.Modes, func(m bench.Mode) bool { return m.Program == bench.ControllerRuntime }) {
+		return errors.New("--controller-runtime-child is for the controller-runtime modes, and --modes selects none")
+	}
+	if fi, err := os.Stat(o.ControllerRuntimeChild); err != nil {
+		return fmt.Errorf("--controller-runtime-child: %w", err)
+	} else if fi.IsDir() {
+		return fmt.Errorf("--controller-runtime-child: %s is a directory, not the program", o.ControllerRuntimeChild)
 	}
 	return nil
 }
