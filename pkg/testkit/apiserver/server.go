@@ -102,16 +102,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	}
 	defer logFile.Close()
 
-	args := append([]string{"--dir", filepath.Join(dir, "data")}, "--")
-	args = append(args, opts.ExtraArgs...)
-	c := exec.Command(bin, args...)
-	c.Stderr = logFile
-	c.Env = os.Environ()
-	if gogc := opts.GOGC; gogc != "" || os.Getenv("GOGC") == "" {
-		c.Env = append(c.Env, "GOGC="+cmp.Or(gogc, "300"))
-	}
-	// The server stops (and cleans up) when the thread that started it dies.
-	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM, Setpgid: true}
+	c := serverCommand(bin, dir, logFile, opts)
 	stdout, err := c.StdoutPipe()
 	if err != nil {
 		os.RemoveAll(dir)
@@ -124,40 +115,15 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	}
 	s := &Server{cmd: c, dir: dir, PID: c.Process.Pid}
 
-	lines := make(chan ready, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			var r ready
-			if json.Unmarshal(sc.Bytes(), &r) == nil && r.Host != "" {
-				lines <- r
-				break
-			}
-		}
-		// Drain so the child never blocks on a full pipe.
-		_, _ = io.Copy(io.Discard, stdout)
-	}()
+	lines := readyLine(stdout)
 	exited := make(chan error, 1)
 	go func() { exited <- c.Wait() }()
 	s.waitErr = exited
 
-	timer := time.NewTimer(opts.StartTimeout)
-	defer timer.Stop()
-	var r ready
-	select {
-	case r = <-lines:
-	case err := <-exited:
-		exited <- err
-		tail := logTail(logPath, 30)
+	r, err := s.awaitReady(ctx, lines, logPath, opts.StartTimeout)
+	if err != nil {
 		_ = s.Stop() // start-up failed: its error is the one returned
-		return nil, fmt.Errorf("kube-apiserver exited during start-up (%v); last log lines:\n%s", err, tail)
-	case <-timer.C:
-		tail := logTail(logPath, 30)
-		_ = s.Stop() // start-up failed: its error is the one returned
-		return nil, fmt.Errorf("kube-apiserver not ready after %s; last log lines:\n%s", opts.StartTimeout, tail)
-	case <-ctx.Done():
-		_ = s.Stop() // start-up failed: its error is the one returned
-		return nil, ctx.Err()
+		return nil, err
 	}
 	s.StartupTime = time.Since(start)
 	s.Host = r.Host
@@ -173,6 +139,58 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		fmt.Fprintf(opts.Progress, "kube-apiserver ready at %s in %s\n", s.Host, s.StartupTime.Round(time.Millisecond))
 	}
 	return s, nil
+}
+
+// serverCommand is the server's command line in dir, its stderr going to
+// logFile.
+func serverCommand(bin, dir string, logFile *os.File, opts Options) *exec.Cmd {
+	args := append([]string{"--dir", filepath.Join(dir, "data")}, "--")
+	args = append(args, opts.ExtraArgs...)
+	c := exec.Command(bin, args...)
+	c.Stderr = logFile
+	c.Env = os.Environ()
+	if gogc := opts.GOGC; gogc != "" || os.Getenv("GOGC") == "" {
+		c.Env = append(c.Env, "GOGC="+cmp.Or(gogc, "300"))
+	}
+	// The server stops (and cleans up) when the thread that started it dies.
+	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM, Setpgid: true}
+	return c
+}
+
+// readyLine delivers the first ready line the server prints on stdout, then
+// drains stdout so that the server never blocks on a full pipe.
+func readyLine(stdout io.Reader) <-chan ready {
+	lines := make(chan ready, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			var r ready
+			if json.Unmarshal(sc.Bytes(), &r) == nil && r.Host != "" {
+				lines <- r
+				break
+			}
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
+	return lines
+}
+
+// awaitReady waits for the server's ready line, or for it to exit, the
+// time-out or ctx; the errors of a failed start carry the log's last lines.
+func (s *Server) awaitReady(ctx context.Context, lines <-chan ready, logPath string, timeout time.Duration) (ready, error) {
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case r := <-lines:
+		return r, nil
+	case err := <-s.waitErr:
+		s.waitErr <- err // for Stop
+		return ready{}, fmt.Errorf("kube-apiserver exited during start-up (%v); last log lines:\n%s", err, logTail(logPath, 30))
+	case <-timer.C:
+		return ready{}, fmt.Errorf("kube-apiserver not ready after %s; last log lines:\n%s", timeout, logTail(logPath, 30))
+	case <-ctx.Done():
+		return ready{}, ctx.Err()
+	}
 }
 
 func configFor(kubeconfig, context string, opts Options) (*rest.Config, error) {
