@@ -2,12 +2,15 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"time"
+
+	"github.com/cachetune/cachetune/internal/checkout"
 )
 
 // childPrograms returns the program that measures each selected mode not
@@ -59,19 +62,12 @@ func buildProgram(ctx context.Context, p *Program, stderr io.Writer) (string, er
 	return bin, nil
 }
 
-// checkoutWith walks up from the working directory to the directory holding
-// the nested module dir.
+// checkoutWith returns the root of the checkout that holds the nested module
+// dir, or an error that says how to do without one.
 func checkoutWith(dir string) (string, error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", err
+	root, err := checkout.Root(dir)
+	if errors.Is(err, checkout.ErrNotFound) {
+		return "", fmt.Errorf("%w: build the program in one and name it with its flag (--controller-runtime-child)", err)
 	}
-	for d := wd; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, dir, "go.mod")); err == nil {
-			return d, nil
-		}
-		if filepath.Dir(d) == d {
-			return "", fmt.Errorf("no %s/go.mod above %s: run cachebench inside a cachetune checkout, or build the program there and name it with its flag (--controller-runtime-child)", dir, wd)
-		}
-	}
+	return root, err
 }

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/cachetune/cachetune/internal/checkout"
 )
 
 // EnvBinary names the environment variable that points at a prebuilt server binary.
@@ -108,21 +110,14 @@ func upToDate(bin, stamp, key string) bool {
 	return err == nil && strings.TrimSpace(string(b)) == key
 }
 
-// repoRoot walks up from the working directory to the directory holding the
-// nested server module.
+// repoRoot returns the root of the checkout that holds the nested server
+// module, or an error that says how to do without one.
 func repoRoot() (string, error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", err
+	root, err := checkout.Root(sourceDir)
+	if errors.Is(err, checkout.ErrNotFound) {
+		return "", fmt.Errorf("%w: set %s to a server built in one (`go run ./cmd/cachebench apiserver --build-only` there prints its path)", err, EnvBinary)
 	}
-	for dir := wd; ; dir = filepath.Dir(dir) {
-		if _, err := os.Stat(filepath.Join(dir, sourceDir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		if filepath.Dir(dir) == dir {
-			return "", fmt.Errorf("no %s found above %s: run inside a cachetune checkout, or set %s to a server built in one (`go run ./cmd/cachebench apiserver --build-only` there prints its path)", sourceDir, wd, EnvBinary)
-		}
-	}
+	return root, err
 }
 
 // sourceHash hashes the files that determine the binary: go.mod, go.sum and the Go
