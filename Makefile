@@ -74,7 +74,7 @@ listcost: apiserver ## what an initial list of 10,000 Pods costs the server: res
 	cat bench/results/initial-list-cost.txt
 
 golden: ## regenerate the golden files of cachebench's table and HTML report, and of the doctor's table and markdown
-	$(GO) test -count=1 ./internal/bench/ -run Golden -update
+	$(GO) test -count=1 ./internal/bench/report/ -run Golden -update
 	$(GO) test -short -count=1 ./internal/doctor/ -run Golden -update
 
 conformance: apiserver ## the differential harness with many seeds: SEEDS programs (default 200) from FIRST (default 1000) against client-go and every leanstore mode

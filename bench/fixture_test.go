@@ -13,8 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/cachetune/cachetune/pkg/dataset"
-	"github.com/cachetune/cachetune/pkg/testapiserver"
+	"github.com/cachetune/cachetune/pkg/testkit/apiserver"
+	"github.com/cachetune/cachetune/pkg/testkit/dataset"
 )
 
 var regenerate = flag.Bool("regenerate", false, "rebuild testdata/pods.json from Pods seeded on the local kube-apiserver")
@@ -34,7 +34,7 @@ func TestRegenerateFixture(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	srv, err := testapiserver.Start(ctx, testapiserver.Options{Progress: os.Stderr})
+	srv, err := apiserver.Start(ctx, apiserver.Options{Progress: os.Stderr})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,8 +14,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/cachetune/cachetune/internal/bench"
-	"github.com/cachetune/cachetune/pkg/dataset"
 	"github.com/cachetune/cachetune/pkg/leanstore"
+	"github.com/cachetune/cachetune/pkg/testkit/dataset"
 )
 
 // storeModes are ways of filling an informer's store with plain client-go:
@@ -238,7 +238,7 @@ var sharingModes = []struct {
 
 // variedPods returns n Pods of the fixture's eight apps whose status varies
 // from Pod to Pod as the seeded dataset's does (pod IP, host IP, container IDs,
-// start times, restart counts: pkg/dataset's kubelet-like status), and with a
+// start times, restart counts: pkg/testkit/dataset's kubelet-like status), and with a
 // resourceVersion each. loadPods's copies differ only in name and uid, which
 // makes sharing look better than it is on a real cache.
 func variedPods(b *testing.B, n int) *corev1.PodList {

@@ -6,15 +6,16 @@ import (
 	"io"
 	"strings"
 
-	"github.com/cachetune/cachetune/pkg/dataset"
-	"github.com/cachetune/cachetune/pkg/testapiserver"
+	"github.com/cachetune/cachetune/pkg/testkit/apiserver"
+	"github.com/cachetune/cachetune/pkg/testkit/dataset"
 )
 
 func runAPIServer(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("apiserver", `Starts a real kube-apiserver with an embedded etcd on 127.0.0.1, prints the path
 of its kubeconfig and keeps it running until interrupted (Ctrl-C). The kubeconfig
 has two contexts: cachetune-admin (current) and cachetune-restricted (no RBAC
-grants). With --build-only it only builds (or finds) the binary. With
+grants). With --build-only it only builds (or finds) the binary and prints its
+path, for CACHETUNE_KUBE_APISERVER in another module's tests. With
 --envtest-assets DIR it builds controller-runtime envtest's kube-apiserver and
 etcd into DIR (once; later calls reuse them) and prints DIR, for
 KUBEBUILDER_ASSETS.`, stderr)
@@ -27,7 +28,7 @@ KUBEBUILDER_ASSETS.`, stderr)
 		return err
 	}
 	if *envtest != "" {
-		dir, err := testapiserver.EnvtestAssets(ctx, *envtest, stderr)
+		dir, err := apiserver.EnvtestAssets(ctx, *envtest, stderr)
 		if err != nil {
 			return err
 		}
@@ -36,14 +37,14 @@ KUBEBUILDER_ASSETS.`, stderr)
 		return nil
 	}
 	if *buildOnly {
-		bin, err := testapiserver.Binary(ctx, stderr)
+		bin, err := apiserver.Binary(ctx, stderr)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintln(stdout, bin)
 		return nil
 	}
-	srv, err := testapiserver.Start(ctx, testapiserver.Options{ExtraArgs: strings.Fields(*extra), Progress: stderr})
+	srv, err := apiserver.Start(ctx, apiserver.Options{ExtraArgs: strings.Fields(*extra), Progress: stderr})
 	if err != nil {
 		return err
 	}

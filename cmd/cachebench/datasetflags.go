@@ -3,7 +3,7 @@ package main
 import (
 	"flag"
 
-	"github.com/cachetune/cachetune/pkg/dataset"
+	"github.com/cachetune/cachetune/pkg/testkit/dataset"
 )
 
 // datasetFlags registers on fs the dataset flags that run and seed share.

@@ -14,87 +14,35 @@ import (
 
 	"github.com/cachetune/cachetune/internal/cluster"
 	"github.com/cachetune/cachetune/internal/doctor"
-	"github.com/cachetune/cachetune/pkg/dataset"
-	"github.com/cachetune/cachetune/pkg/testapiserver"
+	"github.com/cachetune/cachetune/pkg/testkit/apiserver"
+	"github.com/cachetune/cachetune/pkg/testkit/dataset"
 )
 
 // localDoctorSpec is the small dataset `cachebench doctor --local` seeds.
 var localDoctorSpec = dataset.Spec{Name: "doctor", Namespace: "cachetune-doctor", Pods: 300, ConfigMaps: 30, Secrets: 5, Widgets: 30}
 
 func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("doctor", `Examines a cluster resource by resource, read-only: whether the identity may list
-and watch it, object counts and sizes (JSON, protobuf, managedFields,
-last-applied), the largest objects, the cache heap each informer mode would take
-(projected from a decoded sample), LIST latency, objects stuck Terminating, and
-with --watch reconcile loops and ping-pong. Ends with recommendations that name
-the troubleshooting guide's symptom and the leanstore option that fixes it.
-
-Uses --kubeconfig, else $KUBECONFIG or ~/.kube/config. With --local it starts
-the local kube-apiserver and seeds a small dataset to examine instead.
-Progress goes to stderr, the report to stdout.`, stderr)
-	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the cluster (default: $KUBECONFIG or ~/.kube/config)")
-	kubeContext := fs.String("context", "", "kubeconfig context (default: the current one)")
-	resources := fs.String("resources", strings.Join(doctor.DefaultResources, ","), "resources to examine, comma-separated (pods, deployments.apps, widgets, ...), or all")
-	namespace := fs.String("namespace", "", "namespace of namespaced resources (default: all namespaces)")
-	sample := fs.Int("sample", 200, "objects per resource decoded to project cache sizes")
-	pageSize := fs.Int64("page-size", 500, "objects per page of each LIST")
-	watch := fs.Duration("watch", 0, "watch each resource this long for reconcile loops and ping-pong, e.g. 30s (default: no watch)")
-	stuckAfter := fs.Duration("stuck-after", 10*time.Minute, "report objects Terminating for longer than this")
-	output := fs.String("output", "table", "report format: table, json or markdown")
-	local := fs.Bool("local", false, fmt.Sprintf("start the local kube-apiserver and seed %d Pods, %d ConfigMaps, %d Secrets and %d Widgets to examine",
-		localDoctorSpec.Pods, localDoctorSpec.ConfigMaps, localDoctorSpec.Secrets, localDoctorSpec.Widgets))
-	budgetFlag := fs.String("memory-budget", "", "memory for the cache per replica, e.g. 512Mi or 2Gi: adds the cache per replica for 1 to --max-shards shards (leanstore.WithShard) and the smallest count whose peak fits")
-	maxShards := fs.Int("max-shards", 8, "largest shard count to project with --memory-budget")
-	if err := parseFlags(fs, args); err != nil {
+	f, err := parseDoctorFlags(args, stderr)
+	if err != nil {
 		return err
 	}
-	var budget int64
-	if *budgetFlag != "" {
-		q, err := resource.ParseQuantity(*budgetFlag)
-		if err != nil || q.Sign() <= 0 {
-			return usageError{fmt.Errorf("--memory-budget %q: want a positive size such as 512Mi or 2Gi", *budgetFlag)}
-		}
-		budget = q.Value()
-	}
-	if *maxShards < 1 {
-		return usageError{fmt.Errorf("--max-shards must be at least 1, got %d", *maxShards)}
-	}
-	write, ok := map[string]func(io.Writer, *doctor.Report) error{
-		"table": doctor.WriteTable, "json": doctor.WriteJSON, "markdown": doctor.WriteMarkdown,
-	}[*output]
-	if !ok {
-		return usageError{fmt.Errorf("--output must be table, json or markdown, got %q", *output)}
-	}
-	if *local && (*kubeconfig != "" || *kubeContext != "") {
-		return usageError{errors.New("--local examines the local server: leave out --kubeconfig and --context")}
-	}
-	opts := []doctor.Option{
-		doctor.WithResources(strings.Split(*resources, ",")...), doctor.WithNamespace(*namespace),
-		doctor.WithSample(*sample), doctor.WithPageSize(*pageSize), doctor.WithWatch(*watch),
-		doctor.WithStuckAfter(*stuckAfter), doctor.WithProgress(stderr),
-	}
-	if err := doctor.Validate(opts...); err != nil {
-		return usageError{err}
-	}
-
 	var cfg *rest.Config
-	if *local {
-		set := map[string]bool{}
-		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	opts := f.opts
+	if f.local {
 		c, stop, err := startLocalDoctor(ctx, stderr)
 		if err != nil {
 			return err
 		}
 		defer stop()
 		cfg = c
-		if !set["namespace"] {
+		if !f.set["namespace"] {
 			opts = append(opts, doctor.WithNamespace(localDoctorSpec.Namespace))
 		}
-		if !set["resources"] {
+		if !f.set["resources"] {
 			opts = append(opts, doctor.WithResources("pods", "configmaps", "secrets", "widgets"))
 		}
 	} else {
-		c, err := cluster.Load(*kubeconfig, *kubeContext)
+		c, err := cluster.Load(f.kubeconfig, f.kubeContext)
 		if err != nil {
 			return err
 		}
@@ -107,18 +55,98 @@ Progress goes to stderr, the report to stdout.`, stderr)
 	if err != nil {
 		return err
 	}
-	if budget == 0 {
-		return write(stdout, report)
+	return f.writeReport(stdout, report)
+}
+
+// doctorFlags are the parsed flags of `cachebench doctor`.
+type doctorFlags struct {
+	kubeconfig, kubeContext string
+	local                   bool
+	output                  string
+	write                   func(io.Writer, *doctor.Report) error
+	// budget is --memory-budget in bytes, 0 when not given.
+	budget    int64
+	maxShards int
+	opts      []doctor.Option
+	// set names the flags given on the command line.
+	set map[string]bool
+}
+
+func parseDoctorFlags(args []string, stderr io.Writer) (doctorFlags, error) {
+	var f doctorFlags
+	fs := newFlagSet("doctor", `Examines a cluster resource by resource, read-only: whether the identity may list
+and watch it, object counts and sizes (JSON, protobuf, managedFields,
+last-applied), the largest objects, the cache heap each informer mode would take
+(projected from a decoded sample), LIST latency, objects stuck Terminating, and
+with --watch reconcile loops and ping-pong. Ends with recommendations that name
+the troubleshooting guide's symptom and the leanstore option that fixes it.
+
+Uses --kubeconfig, else $KUBECONFIG or ~/.kube/config. With --local it starts
+the local kube-apiserver and seeds a small dataset to examine instead.
+Progress goes to stderr, the report to stdout.`, stderr)
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (default: $KUBECONFIG or ~/.kube/config)")
+	fs.StringVar(&f.kubeContext, "context", "", "kubeconfig context (default: the current one)")
+	resources := fs.String("resources", strings.Join(doctor.DefaultResources, ","), "resources to examine, comma-separated (pods, deployments.apps, widgets, ...), or all")
+	namespace := fs.String("namespace", "", "namespace of namespaced resources (default: all namespaces)")
+	sample := fs.Int("sample", 200, "objects per resource decoded to project cache sizes")
+	pageSize := fs.Int64("page-size", 500, "objects per page of each LIST")
+	watch := fs.Duration("watch", 0, "watch each resource this long for reconcile loops and ping-pong, e.g. 30s (default: no watch)")
+	stuckAfter := fs.Duration("stuck-after", 10*time.Minute, "report objects Terminating for longer than this")
+	fs.StringVar(&f.output, "output", "table", "report format: table, json or markdown")
+	fs.BoolVar(&f.local, "local", false, fmt.Sprintf("start the local kube-apiserver and seed %d Pods, %d ConfigMaps, %d Secrets and %d Widgets to examine",
+		localDoctorSpec.Pods, localDoctorSpec.ConfigMaps, localDoctorSpec.Secrets, localDoctorSpec.Widgets))
+	budgetFlag := fs.String("memory-budget", "", "memory for the cache per replica, e.g. 512Mi or 2Gi: adds the cache per replica for 1 to --max-shards shards (leanstore.WithShard) and the smallest count whose peak fits")
+	fs.IntVar(&f.maxShards, "max-shards", 8, "largest shard count to project with --memory-budget")
+	if err := parseFlags(fs, args); err != nil {
+		return f, err
 	}
-	plan, err := doctor.PlanShards(report, budget, *maxShards)
+	f.set = map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
+	if *budgetFlag != "" {
+		q, err := resource.ParseQuantity(*budgetFlag)
+		if err != nil || q.Sign() <= 0 {
+			return f, usageError{fmt.Errorf("--memory-budget %q: want a positive size such as 512Mi or 2Gi", *budgetFlag)}
+		}
+		f.budget = q.Value()
+	}
+	if f.maxShards < 1 {
+		return f, usageError{fmt.Errorf("--max-shards must be at least 1, got %d", f.maxShards)}
+	}
+	var ok bool
+	f.write, ok = map[string]func(io.Writer, *doctor.Report) error{
+		"table": doctor.WriteTable, "json": doctor.WriteJSON, "markdown": doctor.WriteMarkdown,
+	}[f.output]
+	if !ok {
+		return f, usageError{fmt.Errorf("--output must be table, json or markdown, got %q", f.output)}
+	}
+	if f.local && (f.kubeconfig != "" || f.kubeContext != "") {
+		return f, usageError{errors.New("--local examines the local server: leave out --kubeconfig and --context")}
+	}
+	f.opts = []doctor.Option{
+		doctor.WithResources(strings.Split(*resources, ",")...), doctor.WithNamespace(*namespace),
+		doctor.WithSample(*sample), doctor.WithPageSize(*pageSize), doctor.WithWatch(*watch),
+		doctor.WithStuckAfter(*stuckAfter), doctor.WithProgress(stderr),
+	}
+	if err := doctor.Validate(f.opts...); err != nil {
+		return f, usageError{err}
+	}
+	return f, nil
+}
+
+// writeReport writes the report, and with --memory-budget the shard plan.
+func (f doctorFlags) writeReport(stdout io.Writer, report *doctor.Report) error {
+	if f.budget == 0 {
+		return f.write(stdout, report)
+	}
+	plan, err := doctor.PlanShards(report, f.budget, f.maxShards)
 	if err != nil {
 		return err
 	}
 	report.Shards = &plan
-	if err := write(stdout, report); err != nil || *output == "json" {
+	if err := f.write(stdout, report); err != nil || f.output == "json" {
 		return err
 	}
-	if *output == "markdown" {
+	if f.output == "markdown" {
 		fmt.Fprint(stdout, "\n```text")
 		defer fmt.Fprintln(stdout, "```")
 	}
@@ -127,7 +155,7 @@ Progress goes to stderr, the report to stdout.`, stderr)
 
 // startLocalDoctor starts the local server and seeds the doctor's dataset.
 func startLocalDoctor(ctx context.Context, stderr io.Writer) (*rest.Config, func(), error) {
-	srv, err := testapiserver.Start(ctx, testapiserver.Options{Progress: stderr})
+	srv, err := apiserver.Start(ctx, apiserver.Options{Progress: stderr})
 	if err != nil {
 		return nil, nil, err
 	}

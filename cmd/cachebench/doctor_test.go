@@ -10,7 +10,7 @@ import (
 
 	"github.com/cachetune/cachetune/internal/doctor"
 	"github.com/cachetune/cachetune/internal/leakcheck"
-	"github.com/cachetune/cachetune/pkg/testapiserver"
+	"github.com/cachetune/cachetune/pkg/testkit/apiserver"
 )
 
 func TestDoctorFlagErrors(t *testing.T) {
@@ -51,7 +51,7 @@ func TestDoctorClusterErrors(t *testing.T) {
 		code int
 		want string
 	}{
-		{"unreachable", []string{"--kubeconfig", kubeconfigFor(t, testapiserver.AdminUser, "https://127.0.0.1:1")}, 1, "cannot reach the cluster at https://127.0.0.1:1"},
+		{"unreachable", []string{"--kubeconfig", kubeconfigFor(t, apiserver.AdminUser, "https://127.0.0.1:1")}, 1, "cannot reach the cluster at https://127.0.0.1:1"},
 		{"no such context", []string{"--kubeconfig", srv.Kubeconfig, "--context", "nope"}, 1, `context nope: context "nope" does not exist`},
 		{"unknown resource", []string{"--kubeconfig", srv.Kubeconfig, "--resources", "pods,gadgets"}, 2, `the cluster serves no resource named "gadgets"`},
 	} {
@@ -104,7 +104,7 @@ func TestDoctorEndToEnd(t *testing.T) {
 		t.Errorf("no progress on stderr: %q", stderr)
 	}
 
-	code, stdout, stderr = cachebench(t, "doctor", "--kubeconfig", srv.Kubeconfig, "--context", testapiserver.RestrictedUser, "--namespace", ns, "--resources", "configmaps")
+	code, stdout, stderr = cachebench(t, "doctor", "--kubeconfig", srv.Kubeconfig, "--context", apiserver.RestrictedUser, "--namespace", ns, "--resources", "configmaps")
 	if code != 0 {
 		t.Fatalf("restricted: exit %d\nstderr:\n%s", code, stderr)
 	}

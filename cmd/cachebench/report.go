@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/cachetune/cachetune/internal/bench"
+	"github.com/cachetune/cachetune/internal/bench/report"
 )
 
 // runReport re-renders a saved run: the table on stdout, and HTML on request.
@@ -36,7 +38,7 @@ its HTML report with --html.`, stderr)
 	if err != nil {
 		return fmt.Errorf("%s: %w", fs.Arg(0), err)
 	}
-	if err := bench.WriteTable(stdout, r); err != nil {
+	if err := report.WriteTable(stdout, r); err != nil {
 		return err
 	}
 	if *htmlPath == "" {
@@ -46,9 +48,50 @@ its HTML report with --html.`, stderr)
 	if err != nil {
 		return err
 	}
-	if err := bench.WriteHTML(out, r); err != nil {
+	if err := report.WriteHTML(out, r); err != nil {
 		out.Close()
 		return err
 	}
 	return out.Close()
+}
+
+// writeReports saves the report as JSON and HTML in --out, and in --json and
+// --html when given ("-" is stdout).
+func (o *runOptions) writeReports(r bench.Report, stdout, stderr io.Writer) error {
+	write := func(path string, f func(io.Writer, bench.Report) error) error {
+		if path == "-" {
+			return f(stdout, r)
+		}
+		file, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		if err := f(file, r); err != nil {
+			file.Close()
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+		if err := file.Close(); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "wrote %s\n", path)
+		return nil
+	}
+	paths := []struct {
+		path string
+		f    func(io.Writer, bench.Report) error
+	}{
+		{filepath.Join(o.OutDir, "cachebench.json"), bench.WriteJSON},
+		{filepath.Join(o.OutDir, "cachebench.html"), report.WriteHTML},
+		{o.jsonPath, bench.WriteJSON},
+		{o.htmlPath, report.WriteHTML},
+	}
+	for _, p := range paths {
+		if p.path == "" {
+			continue
+		}
+		if err := write(p.path, p.f); err != nil {
+			return err
+		}
+	}
+	return nil
 }

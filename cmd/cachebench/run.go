@@ -13,53 +13,21 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/cachetune/cachetune/internal/bench"
-	"github.com/cachetune/cachetune/pkg/dataset"
+	"github.com/cachetune/cachetune/internal/bench/report"
+	"github.com/cachetune/cachetune/pkg/testkit/dataset"
 )
 
-// runOptions are the parsed flags of `cachebench run`.
+// runOptions are the parsed flags of `cachebench run`: the run itself, and
+// where its report goes beside OutDir.
 type runOptions struct {
-	spec       dataset.Spec
-	resources  []schema.GroupVersionResource
-	modes      []bench.Mode
-	plan       bench.Plan
-	together   bool
-	sizes      []int
-	cpuProfile string
-	gogc       string
-	gomemlimit string
-	outDir     string
-	jsonPath   string
-	htmlPath   string
-	kubeconfig string
-	seed       bool
-	serverPID  int
-	keepServer bool
-	// serverArgs are extra kube-apiserver flags for the local server (--server-args).
-	serverArgs []string
-	// crChild is a prebuilt controller-runtime child program (--controller-runtime-child).
-	crChild string
-	// programs are the child programs of modes not measured by `cachebench
-	// child`, by program name (childPrograms).
-	programs map[string]string
-	// seeded is how long seeding (or growing) the dataset took.
-	seeded time.Duration
+	bench.RunOptions
+	jsonPath string
+	htmlPath string
 }
-
-// knownResources are the resources cachebench can seed and cache, by flag name.
-var knownResources = map[string]schema.GroupVersionResource{
-	"pods":       dataset.PodsGVR,
-	"configmaps": dataset.ConfigMapsGVR,
-	"secrets":    dataset.SecretsGVR,
-	"nodes":      dataset.NodesGVR,
-	"widgets":    dataset.WidgetGVR,
-}
-
-var resourceOrder = []string{"pods", "configmaps", "secrets", "nodes", "widgets"}
 
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	o, listModes, err := parseRunFlags(args, stderr)
@@ -70,6 +38,22 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return writeModeList(stdout)
 	}
 	return o.run(ctx, stdout, stderr)
+}
+
+// run measures, then writes the table (on stdout, or stderr when the JSON
+// goes to stdout) and the report files while the cluster is still up.
+func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
+	tableOut := stdout
+	if o.jsonPath == "-" {
+		tableOut = stderr
+	}
+	o.Write = func(r bench.Report) error {
+		if err := report.WriteTable(tableOut, r); err != nil {
+			return err
+		}
+		return o.writeReports(r, stdout, stderr)
+	}
+	return bench.Run(ctx, o.RunOptions, stderr)
 }
 
 func parseRunFlags(args []string, stderr io.Writer) (runOptions, bool, error) {
@@ -103,45 +87,45 @@ cached objects once, as a reconcile listing them does (the list columns):
 client-go's and leanstore's listers hand out the cached objects, while
 controller-runtime's client deep-copies each unless UnsafeDisableDeepCopy.`, stderr)
 	var o runOptions
-	o.plan = bench.DefaultPlan()
-	s := &o.spec
+	o.Plan = bench.DefaultPlan()
+	s := &o.Spec
 	datasetFlags(fs, s)
 	shape := fs.String("pod-shape", "workload", "workload: the Pods of each of eight workloads share their template; unique: every Pod has its own env values, image tag and template hash")
 	fs.IntVar(&s.Nodes, "nodes", 0, "number of Nodes to seed (local server only: a cluster's scheduler would use them)")
 	kind := fs.String("dataset", "standard", "standard: the counts above; mixed: per 10,000 --pods, 2,000 ConfigMaps, 1,000 Secrets of 8 KiB, 100 Nodes and 500 Widgets, cached together (counts given as flags win)")
-	resources := fs.String("resources", "", "resources to cache, comma-separated from "+strings.Join(resourceOrder, ",")+" (default: the kinds seeded; pods with --kubeconfig)")
-	fs.BoolVar(&o.together, "together", false, "cache all --resources in one process per mode, as one controller does (default with --dataset mixed)")
+	resources := fs.String("resources", "", "resources to cache, comma-separated from "+strings.Join(bench.ResourceNames, ",")+" (default: the kinds seeded; pods with --kubeconfig)")
+	fs.BoolVar(&o.Together, "together", false, "cache all --resources in one process per mode, as one controller does (default with --dataset mixed)")
 	modes := fs.String("modes", "", "modes to run: comma-separated names or globs, e.g. 'client-go/typed*', or all (default: every mode not marked extra in --list-modes)")
 	listModes := fs.Bool("list-modes", false, "list the modes and exit")
-	fs.IntVar(&o.plan.Relists, "relists", o.plan.Relists, "forced re-lists per mode (with no --churn: that many re-lists without changes)")
+	fs.IntVar(&o.Plan.Relists, "relists", o.Plan.Relists, "forced re-lists per mode (with no --churn: that many re-lists without changes)")
 	churn := fs.String("churn", "", "fraction of the objects changed before each re-list, comma-separated, one per re-list (default 0,0.1; 0s with --kubeconfig and no --seed)")
-	fs.Uint64Var(&o.plan.ChurnSeed, "churn-seed", o.plan.ChurnSeed, "seed that picks the objects --churn changes")
+	fs.Uint64Var(&o.Plan.ChurnSeed, "churn-seed", o.Plan.ChurnSeed, "seed that picks the objects --churn changes")
 	sizes := fs.String("sizes", "", "scale run: Pod counts to measure at, comma-separated, e.g. 1000,10000 (the dataset grows from one to the next; local server only)")
-	fs.StringVar(&o.cpuProfile, "cpu-profiles", "", "directory for a CPU profile of each mode's initial sync (<mode>.<resources>.sync.pprof)")
-	settle := fs.Duration("settle", o.plan.Settle.D(), "wait after the sync and after each re-list before reading the live heap")
-	idle := fs.Duration("idle", o.plan.Idle.D(), "idle window after the sync, for latencies at rest")
-	fs.StringVar(&o.gogc, "gogc", "", "GOGC for the children (default: inherited)")
-	fs.StringVar(&o.gomemlimit, "gomemlimit", "", "GOMEMLIMIT for the children, e.g. 512MiB (default: inherited)")
+	fs.StringVar(&o.CPUProfiles, "cpu-profiles", "", "directory for a CPU profile of each mode's initial sync (<mode>.<resources>.sync.pprof)")
+	settle := fs.Duration("settle", o.Plan.Settle.D(), "wait after the sync and after each re-list before reading the live heap")
+	idle := fs.Duration("idle", o.Plan.Idle.D(), "idle window after the sync, for latencies at rest")
+	fs.StringVar(&o.GOGC, "gogc", "", "GOGC for the children (default: inherited)")
+	fs.StringVar(&o.GOMEMLIMIT, "gomemlimit", "", "GOMEMLIMIT for the children, e.g. 512MiB (default: inherited)")
 	fs.Func("server-args", "extra kube-apiserver flags for the local server, space-separated, e.g. '--watch-cache=false' (recorded in the report)", func(v string) error {
-		o.serverArgs = strings.Fields(v)
+		o.ServerArgs = strings.Fields(v)
 		return nil
 	})
-	fs.StringVar(&o.outDir, "out", "out", "directory for the report (cachebench.json, cachebench.html) and the children's logs")
+	fs.StringVar(&o.OutDir, "out", "out", "directory for the report (cachebench.json, cachebench.html) and the children's logs")
 	fs.StringVar(&o.jsonPath, "json", "", "also write the JSON report to this file; - writes it to stdout and the table to stderr")
 	fs.StringVar(&o.htmlPath, "html", "", "also write the HTML report to this file")
-	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "measure the cluster of this kubeconfig instead of the local server")
-	fs.BoolVar(&o.seed, "seed", false, "with --kubeconfig: seed a namespace of cachebench's own, and delete it afterwards")
-	fs.IntVar(&o.serverPID, "server-pid", 0, "with --kubeconfig: the API server's process on this machine (a server of your own, e.g. 'cachebench apiserver'), to read its CPU, RSS and storage metrics for each window as for the local server")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "measure the cluster of this kubeconfig instead of the local server")
+	fs.BoolVar(&o.Seed, "seed", false, "with --kubeconfig: seed a namespace of cachebench's own, and delete it afterwards")
+	fs.IntVar(&o.ServerPID, "server-pid", 0, "with --kubeconfig: the API server's process on this machine (a server of your own, e.g. 'cachebench apiserver'), to read its CPU, RSS and storage metrics for each window as for the local server")
 	fs.StringVar(&s.Namespace, "namespace", "", "namespace to seed and cache (default: cachebench locally; all namespaces with --kubeconfig; a new cachebench-<random> with --seed)")
-	fs.StringVar(&o.crChild, "controller-runtime-child", "", "the controller-runtime modes' child program, built beforehand (cd controllerruntime && go build -o FILE ./cmd/cachebench-cr); default: built into bin/ of the checkout")
-	fs.BoolVar(&o.keepServer, "keep-server", false, "keep the local kube-apiserver running after the run, until interrupted")
+	fs.StringVar(&o.ControllerRuntimeChild, "controller-runtime-child", "", "the controller-runtime modes' child program, built beforehand (cd controllerruntime && go build -o FILE ./cmd/cachebench-cr); default: built into bin/ of the checkout")
+	fs.BoolVar(&o.KeepServer, "keep-server", false, "keep the local kube-apiserver running after the run, until interrupted")
 	if err := parseFlags(fs, args); err != nil {
 		return o, false, err
 	}
 	if *listModes {
 		return o, true, nil
 	}
-	o.plan.Settle, o.plan.Idle = bench.Duration(*settle), bench.Duration(*idle)
+	o.Plan.Settle, o.Plan.Idle = bench.Duration(*settle), bench.Duration(*idle)
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if err := o.validate(set, flagValues{resources: *resources, modes: *modes, churn: *churn, sizes: *sizes, shape: *shape, dataset: *kind}); err != nil {
@@ -153,25 +137,70 @@ controller-runtime's client deep-copies each unless UnsafeDisableDeepCopy.`, std
 // flagValues are the flags validate parses itself.
 type flagValues struct{ resources, modes, churn, sizes, shape, dataset string }
 
+// validate parses the flags that need it and checks them together, in this
+// order, so that the first problem on the command line is the one reported.
 func (o *runOptions) validate(set map[string]bool, fv flagValues) error {
-	s := &o.spec
+	s := &o.Spec
 	var err error
 	if s.PodShape, err = dataset.ParsePodShape(fv.shape); err != nil {
 		return fmt.Errorf("--pod-shape: %w", err)
 	}
-	if o.sizes, err = parseSizes(fv.sizes); err != nil {
+	if err := o.parseSizes(set, fv.sizes); err != nil {
 		return err
 	}
-	if len(o.sizes) > 0 {
+	if err := o.applyDataset(set, fv.dataset); err != nil {
+		return err
+	}
+	for name, v := range map[string]int{"pods": s.Pods, "configmaps": s.ConfigMaps, "secrets": s.Secrets, "nodes": s.Nodes, "widgets": s.Widgets,
+		"pod-env": s.PodEnv, "configmap-bytes": s.ConfigMapBytes, "secret-bytes": s.SecretBytes, "widget-bytes": s.WidgetBytes} {
+		if v < 0 {
+			return fmt.Errorf("--%s must not be negative, got %d", name, v)
+		}
+	}
+	if err := o.parseChurn(set, fv.churn); err != nil {
+		return err
+	}
+	if err := o.Plan.Validate(); err != nil {
+		return err
+	}
+	if err := o.checkChildEnv(); err != nil {
+		return err
+	}
+	if err := o.checkTarget(set); err != nil {
+		return err
+	}
+	if o.Resources, err = o.pickResources(fv.resources); err != nil {
+		return err
+	}
+	if err := o.pickModes(fv.modes); err != nil {
+		return err
+	}
+	return o.checkControllerRuntimeChild()
+}
+
+// parseSizes reads --sizes: a scale run starts at its smallest size.
+func (o *runOptions) parseSizes(set map[string]bool, list string) error {
+	var err error
+	if o.Sizes, err = parseSizes(list); err != nil {
+		return err
+	}
+	if len(o.Sizes) > 0 {
 		if set["pods"] {
 			return errors.New("--sizes sets the Pod counts: leave --pods out")
 		}
-		if o.kubeconfig != "" && !o.seed {
+		if o.Kubeconfig != "" && !o.Seed {
 			return errors.New("--sizes seeds a dataset up to the largest size: with --kubeconfig it needs --seed")
 		}
-		s.Pods = o.sizes[0]
+		o.Spec.Pods = o.Sizes[0]
 	}
-	switch fv.dataset {
+	return nil
+}
+
+// applyDataset applies --dataset: mixed fills in every count the flags left
+// out and caches the kinds together.
+func (o *runOptions) applyDataset(set map[string]bool, kind string) error {
+	s := &o.Spec
+	switch kind {
 	case "standard":
 	case "mixed":
 		m := dataset.Mixed(s.Namespace, s.Pods)
@@ -189,98 +218,109 @@ func (o *runOptions) validate(set map[string]bool, fv flagValues) error {
 			}
 		}
 		if !set["together"] {
-			o.together = true
+			o.Together = true
 		}
-		if o.kubeconfig != "" && !set["nodes"] {
+		if o.Kubeconfig != "" && !set["nodes"] {
 			s.Nodes = 0 // see --nodes
 		}
 	default:
-		return fmt.Errorf("--dataset must be standard or mixed, got %q", fv.dataset)
+		return fmt.Errorf("--dataset must be standard or mixed, got %q", kind)
 	}
-	for name, v := range map[string]int{"pods": s.Pods, "configmaps": s.ConfigMaps, "secrets": s.Secrets, "nodes": s.Nodes, "widgets": s.Widgets,
-		"pod-env": s.PodEnv, "configmap-bytes": s.ConfigMapBytes, "secret-bytes": s.SecretBytes, "widget-bytes": s.WidgetBytes} {
-		if v < 0 {
-			return fmt.Errorf("--%s must not be negative, got %d", name, v)
+	return nil
+}
+
+// checkChildEnv checks --gogc and --gomemlimit, which the children get.
+func (o *runOptions) checkChildEnv() error {
+	if o.GOGC != "" && o.GOGC != "off" {
+		if n, err := strconv.Atoi(o.GOGC); err != nil || n < 0 {
+			return fmt.Errorf("--gogc must be a non-negative integer or off, got %q", o.GOGC)
 		}
 	}
-	if err := o.parseChurn(set, fv.churn); err != nil {
-		return err
+	if o.GOMEMLIMIT != "" && !memLimit.MatchString(o.GOMEMLIMIT) {
+		return fmt.Errorf("--gomemlimit must be a byte count with an optional unit (B, KiB, MiB, GiB, TiB) or off, got %q", o.GOMEMLIMIT)
 	}
-	if err := o.plan.Validate(); err != nil {
-		return err
-	}
-	if o.gogc != "" && o.gogc != "off" {
-		if n, err := strconv.Atoi(o.gogc); err != nil || n < 0 {
-			return fmt.Errorf("--gogc must be a non-negative integer or off, got %q", o.gogc)
-		}
-	}
-	if o.gomemlimit != "" && !memLimit.MatchString(o.gomemlimit) {
-		return fmt.Errorf("--gomemlimit must be a byte count with an optional unit (B, KiB, MiB, GiB, TiB) or off, got %q", o.gomemlimit)
-	}
-	if o.kubeconfig == "" {
-		if o.seed {
+	return nil
+}
+
+// checkTarget checks the flags that apply to the local server only, or to a
+// cluster only; a cluster is only read unless --seed.
+func (o *runOptions) checkTarget(set map[string]bool) error {
+	if o.Kubeconfig == "" {
+		if o.Seed {
 			return errors.New("--seed needs --kubeconfig (the local server is always seeded)")
 		}
-		if o.serverPID != 0 {
+		if o.ServerPID != 0 {
 			return errors.New("--server-pid needs --kubeconfig (the local server's process is known)")
 		}
-	} else {
-		if o.keepServer {
-			return errors.New("--keep-server applies to the local server, not with --kubeconfig")
-		}
-		if len(o.serverArgs) > 0 {
-			return errors.New("--server-args applies to the local server, not with --kubeconfig")
-		}
-		if s.Nodes > 0 {
-			return errors.New("--nodes writes Node objects, which a real cluster's scheduler and node controller would act on: the local server only")
-		}
-		if o.serverPID < 0 {
-			return fmt.Errorf("--server-pid must be a process id, got %d", o.serverPID)
-		}
-		if !o.seed {
-			for _, f := range []string{"pods", "pod-env", "pod-shape", "configmaps", "configmap-bytes", "secrets", "secret-bytes", "widgets", "widget-bytes", "dataset"} {
-				if set[f] {
-					return fmt.Errorf("--%s seeds objects: with --kubeconfig it needs --seed (runs on a cluster are read-only otherwise)", f)
-				}
-			}
-			if slices.ContainsFunc(o.plan.Churn, func(c float64) bool { return c > 0 }) {
-				return errors.New("--churn writes to the cluster: with --kubeconfig it needs --seed (runs on a cluster are read-only otherwise)")
-			}
+		return nil
+	}
+	if o.KeepServer {
+		return errors.New("--keep-server applies to the local server, not with --kubeconfig")
+	}
+	if len(o.ServerArgs) > 0 {
+		return errors.New("--server-args applies to the local server, not with --kubeconfig")
+	}
+	if o.Spec.Nodes > 0 {
+		return errors.New("--nodes writes Node objects, which a real cluster's scheduler and node controller would act on: the local server only")
+	}
+	if o.ServerPID < 0 {
+		return fmt.Errorf("--server-pid must be a process id, got %d", o.ServerPID)
+	}
+	if o.Seed {
+		return nil
+	}
+	for _, f := range []string{"pods", "pod-env", "pod-shape", "configmaps", "configmap-bytes", "secrets", "secret-bytes", "widgets", "widget-bytes", "dataset"} {
+		if set[f] {
+			return fmt.Errorf("--%s seeds objects: with --kubeconfig it needs --seed (runs on a cluster are read-only otherwise)", f)
 		}
 	}
-	if o.resources, err = o.pickResources(fv.resources); err != nil {
+	if slices.ContainsFunc(o.Plan.Churn, func(c float64) bool { return c > 0 }) {
+		return errors.New("--churn writes to the cluster: with --kubeconfig it needs --seed (runs on a cluster are read-only otherwise)")
+	}
+	return nil
+}
+
+// pickModes selects --modes, keeping with --together those that can cache
+// every resource at once, and checks that every resource has a mode.
+func (o *runOptions) pickModes(list string) error {
+	var err error
+	if o.Modes, err = bench.Select(list); err != nil {
 		return err
 	}
-	if o.modes, err = bench.Select(fv.modes); err != nil {
-		return err
-	}
-	if o.together {
+	if o.Together {
 		var can []bench.Mode
-		for _, m := range o.modes {
-			if canCacheAll(m, o.resources) {
+		for _, m := range o.Modes {
+			if canCacheAll(m, o.Resources) {
 				can = append(can, m)
 			}
 		}
 		if len(can) == 0 {
 			return errors.New("none of the selected modes can cache all of --resources together")
 		}
-		o.modes = can
-	} else {
-		for _, gvr := range o.resources {
-			if len(modesFor(o.modes, gvr)) == 0 {
-				return fmt.Errorf("none of the selected modes can cache %s", gvr.Resource)
-			}
+		o.Modes = can
+		return nil
+	}
+	for _, gvr := range o.Resources {
+		if len(bench.ModesFor(o.Modes, gvr)) == 0 {
+			return fmt.Errorf("none of the selected modes can cache %s", gvr.Resource)
 		}
 	}
-	if o.crChild != "" {
-		if !slices.ContainsFunc(o.modes, func(m bench.Mode) bool { return m.Program == bench.ControllerRuntime }) {
-			return errors.New("--controller-runtime-child is for the controller-runtime modes, and --modes selects none")
-		}
-		if fi, err := os.Stat(o.crChild); err != nil {
-			return fmt.Errorf("--controller-runtime-child: %w", err)
-		} else if fi.IsDir() {
-			return fmt.Errorf("--controller-runtime-child: %s is a directory, not the program", o.crChild)
-		}
+	return nil
+}
+
+// checkControllerRuntimeChild checks --controller-runtime-child: a program,
+// for selected controller-runtime modes.
+func (o *runOptions) checkControllerRuntimeChild() error {
+	if o.ControllerRuntimeChild == "" {
+		return nil
+	}
+	if !slices.ContainsFunc(o.Modes, func(m bench.Mode) bool { return m.Program == bench.ControllerRuntime }) {
+		return errors.New("--controller-runtime-child is for the controller-runtime modes, and --modes selects none")
+	}
+	if fi, err := os.Stat(o.ControllerRuntimeChild); err != nil {
+		return fmt.Errorf("--controller-runtime-child: %w", err)
+	} else if fi.IsDir() {
+		return fmt.Errorf("--controller-runtime-child: %s is a directory, not the program", o.ControllerRuntimeChild)
 	}
 	return nil
 }
@@ -288,8 +328,8 @@ func (o *runOptions) validate(set map[string]bool, fv flagValues) error {
 // parseChurn reads --churn, or makes the default fit --relists and the target.
 func (o *runOptions) parseChurn(set map[string]bool, list string) error {
 	if strings.TrimSpace(list) == "" {
-		if set["relists"] || (o.kubeconfig != "" && !o.seed) {
-			o.plan.Churn = make([]float64, max(0, o.plan.Relists))
+		if set["relists"] || (o.Kubeconfig != "" && !o.Seed) {
+			o.Plan.Churn = make([]float64, max(0, o.Plan.Relists))
 		}
 		return nil
 	}
@@ -301,10 +341,10 @@ func (o *runOptions) parseChurn(set map[string]bool, list string) error {
 		}
 		churn = append(churn, v)
 	}
-	if set["relists"] && o.plan.Relists != len(churn) {
-		return fmt.Errorf("--relists %d with %d --churn levels: give one level per re-list, or leave --relists out", o.plan.Relists, len(churn))
+	if set["relists"] && o.Plan.Relists != len(churn) {
+		return fmt.Errorf("--relists %d with %d --churn levels: give one level per re-list, or leave --relists out", o.Plan.Relists, len(churn))
 	}
-	o.plan.Churn, o.plan.Relists = churn, len(churn)
+	o.Plan.Churn, o.Plan.Relists = churn, len(churn)
 	return nil
 }
 
@@ -335,11 +375,11 @@ func (o *runOptions) pickResources(list string) ([]schema.GroupVersionResource, 
 		for _, n := range strings.Split(list, ",") {
 			names = append(names, strings.TrimSpace(n))
 		}
-	case o.kubeconfig != "" && !o.seed:
+	case o.Kubeconfig != "" && !o.Seed:
 		names = []string{"pods"}
 	default:
-		for _, n := range resourceOrder {
-			if o.spec.Count(knownResources[n]) > 0 {
+		for _, n := range bench.ResourceNames {
+			if o.Spec.Count(bench.ResourceByName[n]) > 0 {
 				names = append(names, n)
 			}
 		}
@@ -349,23 +389,13 @@ func (o *runOptions) pickResources(list string) ([]schema.GroupVersionResource, 
 	}
 	var out []schema.GroupVersionResource
 	for _, n := range names {
-		gvr, ok := knownResources[n]
+		gvr, ok := bench.ResourceByName[n]
 		if !ok {
-			return nil, fmt.Errorf("unknown resource %q in --resources (known: %s)", n, strings.Join(resourceOrder, ", "))
+			return nil, fmt.Errorf("unknown resource %q in --resources (known: %s)", n, strings.Join(bench.ResourceNames, ", "))
 		}
 		out = append(out, gvr)
 	}
 	return out, nil
-}
-
-func modesFor(modes []bench.Mode, gvr schema.GroupVersionResource) []bench.Mode {
-	var out []bench.Mode
-	for _, m := range modes {
-		if m.CanCache(gvr, false) {
-			out = append(out, m)
-		}
-	}
-	return out
 }
 
 func canCacheAll(m bench.Mode, gvrs []schema.GroupVersionResource) bool {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/cachetune/cachetune/internal/bench"
 	"github.com/cachetune/cachetune/internal/leakcheck"
-	"github.com/cachetune/cachetune/pkg/testapiserver"
+	"github.com/cachetune/cachetune/pkg/testkit/apiserver"
 )
 
 // TestRunControllerRuntime runs the controller-runtime modes end to end:
@@ -22,7 +22,7 @@ func TestRunControllerRuntime(t *testing.T) {
 	out := t.TempDir()
 	jsonPath := filepath.Join(out, "r.json")
 	code, stdout, stderr := cachebench(t, "run",
-		"--kubeconfig", kubeconfigFor(t, testapiserver.AdminUser, ""), "--seed", "--pods", "200",
+		"--kubeconfig", kubeconfigFor(t, apiserver.AdminUser, ""), "--seed", "--pods", "200",
 		"--modes", "controller-runtime/*", "--relists", "1", "--churn", "0.1",
 		"--idle", "300ms", "--settle", "500ms", "--out", out, "--json", jsonPath)
 	if code != 0 {

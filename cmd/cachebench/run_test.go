@@ -16,11 +16,11 @@ import (
 
 	"github.com/cachetune/cachetune/internal/bench"
 	"github.com/cachetune/cachetune/internal/leakcheck"
-	"github.com/cachetune/cachetune/pkg/dataset"
-	"github.com/cachetune/cachetune/pkg/testapiserver"
+	"github.com/cachetune/cachetune/pkg/testkit/apiserver"
+	"github.com/cachetune/cachetune/pkg/testkit/dataset"
 )
 
-var srv *testapiserver.Server
+var srv *apiserver.Server
 
 func TestMain(m *testing.M) {
 	// `cachebench run` re-executes its own binary as `cachebench child` for
@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "child" {
 		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 	}
-	os.Exit(testapiserver.Main(m, testapiserver.Options{}, &srv))
+	os.Exit(apiserver.Main(m, apiserver.Options{}, &srv))
 }
 
 // cachebench runs the command line in-process and returns its exit code,
@@ -96,37 +96,37 @@ func TestRunFlagsValid(t *testing.T) {
 		}
 		return o
 	}
-	if o := parse(); !slices.Equal(o.plan.Churn, []float64{0, 0.1}) || o.plan.Relists != 2 {
-		t.Errorf("default churn %v over %d re-lists, want 0, 0.1 over 2", o.plan.Churn, o.plan.Relists)
+	if o := parse(); !slices.Equal(o.Plan.Churn, []float64{0, 0.1}) || o.Plan.Relists != 2 {
+		t.Errorf("default churn %v over %d re-lists, want 0, 0.1 over 2", o.Plan.Churn, o.Plan.Relists)
 	}
-	if o := parse("--relists", "3"); !slices.Equal(o.plan.Churn, []float64{0, 0, 0}) {
-		t.Errorf("--relists 3 gives churn %v, want three re-lists without changes", o.plan.Churn)
+	if o := parse("--relists", "3"); !slices.Equal(o.Plan.Churn, []float64{0, 0, 0}) {
+		t.Errorf("--relists 3 gives churn %v, want three re-lists without changes", o.Plan.Churn)
 	}
-	if o := parse("--churn", "0,0.1,1"); o.plan.Relists != 3 {
-		t.Errorf("--churn 0,0.1,1 gives %d re-lists", o.plan.Relists)
+	if o := parse("--churn", "0,0.1,1"); o.Plan.Relists != 3 {
+		t.Errorf("--churn 0,0.1,1 gives %d re-lists", o.Plan.Relists)
 	}
-	if o := parse("--kubeconfig", "k"); slices.ContainsFunc(o.plan.Churn, func(c float64) bool { return c > 0 }) {
-		t.Errorf("a read-only cluster run changes objects: churn %v", o.plan.Churn)
+	if o := parse("--kubeconfig", "k"); slices.ContainsFunc(o.Plan.Churn, func(c float64) bool { return c > 0 }) {
+		t.Errorf("a read-only cluster run changes objects: churn %v", o.Plan.Churn)
 	}
 	m := parse("--dataset", "mixed", "--pods", "1000", "--namespace", "ns", "--modes", "client-go/typed-strip-mf-la/stream,client-go/metadata/stream,leanstore/*/stream")
-	if !m.together || m.spec.ConfigMaps != 200 || m.spec.Nodes != 10 || len(m.resources) != 5 {
-		t.Errorf("--dataset mixed: together %v, spec %+v, %d resources", m.together, m.spec, len(m.resources))
+	if !m.Together || m.Spec.ConfigMaps != 200 || m.Spec.Nodes != 10 || len(m.Resources) != 5 {
+		t.Errorf("--dataset mixed: together %v, spec %+v, %d resources", m.Together, m.Spec, len(m.Resources))
 	}
-	if jobs := m.jobs(); len(jobs) != len(m.modes) || len(jobs[0].refs) != 5 {
-		t.Errorf("--dataset mixed: %d jobs for %d modes, %d resources in the first", len(jobs), len(m.modes), len(jobs[0].refs))
+	if jobs := m.Jobs(); len(jobs) != len(m.Modes) || len(jobs[0].Resources) != 5 {
+		t.Errorf("--dataset mixed: %d jobs for %d modes, %d resources in the first", len(jobs), len(m.Modes), len(jobs[0].Resources))
 	}
-	for _, j := range m.jobs() {
-		for _, r := range j.refs {
+	for _, j := range m.Jobs() {
+		for _, r := range j.Resources {
 			if (r.Namespace == "") != (r.Resource == "nodes") {
-				t.Errorf("%s: %s in namespace %q", j.mode.Name, r.Resource, r.Namespace)
+				t.Errorf("%s: %s in namespace %q", j.Mode.Name, r.Resource, r.Namespace)
 			}
 		}
 	}
-	if o := parse("--sizes", "30000,1000,10000,1000"); !slices.Equal(o.sizes, []int{1000, 10000, 30000}) || o.spec.Pods != 1000 {
-		t.Errorf("--sizes: %v, first %d pods", o.sizes, o.spec.Pods)
+	if o := parse("--sizes", "30000,1000,10000,1000"); !slices.Equal(o.Sizes, []int{1000, 10000, 30000}) || o.Spec.Pods != 1000 {
+		t.Errorf("--sizes: %v, first %d pods", o.Sizes, o.Spec.Pods)
 	}
-	if o := parse("--pod-shape", "unique"); o.spec.PodShape != dataset.PodsUnique {
-		t.Errorf("--pod-shape unique: %q", o.spec.PodShape)
+	if o := parse("--pod-shape", "unique"); o.Spec.PodShape != dataset.PodsUnique {
+		t.Errorf("--pod-shape unique: %q", o.Spec.PodShape)
 	}
 }
 
@@ -174,9 +174,9 @@ func TestRunClusterErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"unreachable", []string{"--kubeconfig", kubeconfigFor(t, testapiserver.AdminUser, "https://127.0.0.1:1")}, "cannot reach the cluster at https://127.0.0.1:1"},
-		{"forbidden", []string{"--kubeconfig", kubeconfigFor(t, testapiserver.RestrictedUser, "")}, "forbidden: cannot list pods in all namespaces"},
-		{"seed into an existing namespace", []string{"--kubeconfig", kubeconfigFor(t, testapiserver.AdminUser, ""), "--seed", "--namespace", existing}, "namespace " + existing + " exists"},
+		{"unreachable", []string{"--kubeconfig", kubeconfigFor(t, apiserver.AdminUser, "https://127.0.0.1:1")}, "cannot reach the cluster at https://127.0.0.1:1"},
+		{"forbidden", []string{"--kubeconfig", kubeconfigFor(t, apiserver.RestrictedUser, "")}, "forbidden: cannot list pods in all namespaces"},
+		{"seed into an existing namespace", []string{"--kubeconfig", kubeconfigFor(t, apiserver.AdminUser, ""), "--seed", "--namespace", existing}, "namespace " + existing + " exists"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"run", "--out", t.TempDir()}, tc.args...)
@@ -206,7 +206,7 @@ func TestRunEndToEnd(t *testing.T) {
 	jsonPath, htmlPath := filepath.Join(out, "r.json"), filepath.Join(out, "r.html")
 	profiles := filepath.Join(out, "profiles")
 	code, stdout, stderr := cachebench(t, "run",
-		"--kubeconfig", kubeconfigFor(t, testapiserver.AdminUser, ""), "--seed", "--pods", "300", "--server-pid", fmt.Sprint(srv.PID),
+		"--kubeconfig", kubeconfigFor(t, apiserver.AdminUser, ""), "--seed", "--pods", "300", "--server-pid", fmt.Sprint(srv.PID),
 		"--modes", "client-go/typed/stream,client-go/metadata/list,leanstore/typed-lean/list", "--cpu-profiles", profiles,
 		"--idle", "500ms", "--settle", "500ms", "--out", out, "--json", jsonPath, "--html", htmlPath)
 	if code != 0 {
@@ -330,7 +330,7 @@ func TestRunTogetherAndScale(t *testing.T) {
 	out := t.TempDir()
 	jsonPath, htmlPath := filepath.Join(out, "r.json"), filepath.Join(out, "r.html")
 	code, stdout, stderr := cachebench(t, "run",
-		"--kubeconfig", kubeconfigFor(t, testapiserver.AdminUser, ""), "--seed", "--dataset", "mixed", "--sizes", "100,200",
+		"--kubeconfig", kubeconfigFor(t, apiserver.AdminUser, ""), "--seed", "--dataset", "mixed", "--sizes", "100,200",
 		"--modes", "client-go/typed-strip-mf-la/stream,leanstore/typed-strip-mf-la/stream", "--churn", "0.5",
 		"--idle", "200ms", "--settle", "300ms", "--out", out, "--json", jsonPath, "--html", htmlPath)
 	if code != 0 {
@@ -372,37 +372,5 @@ func TestRunTogetherAndScale(t *testing.T) {
 		if !strings.Contains(string(html), want) {
 			t.Errorf("the HTML report has no %q", want)
 		}
-	}
-}
-
-// TestProjectRoom checks the scale run's memory projection with the figures
-// of a run measured here at 30,000 Pods: the server held 9.3 GiB, client-go's
-// stripped typed cache peaked at 2 GiB, leanstore's lean one at 0.2 GiB.
-func TestProjectRoom(t *testing.T) {
-	gib := func(g float64) uint64 { return uint64(g * (1 << 30)) }
-	res := func(mode string, child, server float64) bench.Result {
-		return bench.Result{Mode: mode, Objects: 30000,
-			Whole: bench.Window{PeakRSS: gib(child), Server: &bench.ServerCost{PeakRSS: gib(server)}}}
-	}
-	last := []bench.Result{res("client-go/typed-strip-mf-la/stream", 2, 9.3), res("leanstore/typed-lean/stream", 0.2, 9.1)}
-	// On a machine of 23.5 GiB with 5 GiB available beside the server: 100,000
-	// Pods do not fit.
-	r := projectRoom(last, 30000, 100000, gib(5), gib(9.3))
-	if ok, why := r.serverFits(); ok || !strings.Contains(why, "the server would need about 31.0 GiB") {
-		t.Errorf("100,000 pods fit (%v): %s", ok, why)
-	}
-	// With room for the server, the small mode fits and the large one not.
-	r = projectRoom(last, 30000, 60000, gib(12), gib(9.3))
-	if ok, why := r.serverFits(); !ok {
-		t.Errorf("the server does not fit: %s", why)
-	}
-	if ok, _ := r.modeFits("leanstore/typed-lean/stream"); !ok {
-		t.Error("leanstore's lean mode at 0.4 GiB does not fit")
-	}
-	if ok, why := r.modeFits("client-go/typed-strip-mf-la/stream"); ok || !strings.Contains(why, "about 4.0 GiB") {
-		t.Errorf("client-go's 4 GiB mode fits (%v): %s", ok, why)
-	}
-	if ok, _ := r.modeFits("never/measured"); !ok {
-		t.Error("a mode without a previous size is left out")
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/cachetune/cachetune/internal/cluster"
-	"github.com/cachetune/cachetune/pkg/dataset"
+	"github.com/cachetune/cachetune/pkg/testkit/dataset"
 )
 
 func runSeed(ctx context.Context, args []string, stdout, stderr io.Writer) error {

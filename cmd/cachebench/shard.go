@@ -20,8 +20,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/cachetune/cachetune/pkg/dataset"
-	"github.com/cachetune/cachetune/pkg/testapiserver"
+	"github.com/cachetune/cachetune/pkg/testkit/apiserver"
+	"github.com/cachetune/cachetune/pkg/testkit/dataset"
 )
 
 // shardReport is what `cachebench shard` measured.
@@ -122,7 +122,7 @@ func (o *shardOptions) run(ctx context.Context, args []string, stdout, stderr io
 		GoVersion: runtime.Version(), CPUs: runtime.NumCPU()}
 	kubeconfig := o.kubeconfig
 	if kubeconfig == "" {
-		srv, err := testapiserver.Start(ctx, testapiserver.Options{Progress: stderr})
+		srv, err := apiserver.Start(ctx, apiserver.Options{Progress: stderr})
 		if err != nil {
 			return err
 		}

@@ -133,7 +133,7 @@ func runShardReplica(ctx context.Context, args []string, stdout, stderr io.Write
 			st.PeakHeap, _ = sampler.Peak(mark, time.Since(start))
 			runtime.GC()
 			st.LiveHeap = heapObjectBytes()
-			st.RSS = processRSS(os.Getpid())
+			st.RSS = bench.ProcessRSS(os.Getpid())
 			st.CPUSeconds = selfCPUSeconds()
 			st.WireBytes = wire.Load()
 			if *profiles != "" {

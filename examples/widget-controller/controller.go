@@ -16,10 +16,10 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/cachetune/cachetune/pkg/dataset"
 	"github.com/cachetune/cachetune/pkg/failure"
 	"github.com/cachetune/cachetune/pkg/reconcile"
 	"github.com/cachetune/cachetune/pkg/retry"
+	"github.com/cachetune/cachetune/pkg/testkit/dataset"
 )
 
 // managedBy labels the ConfigMaps this controller owns, so that its

@@ -33,7 +33,7 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/cachetune/cachetune/pkg/testapiserver"
+	"github.com/cachetune/cachetune/pkg/testkit/apiserver"
 )
 
 func main() {
@@ -72,7 +72,7 @@ func mainErr() error {
 	cfg := config{namespace: *namespace, seed: *seed, workers: *workers, addr: *addr, logger: log}
 	if *local {
 		log.Info("starting a local kube-apiserver (the first run builds it: about 8 minutes)")
-		srv, err := testapiserver.Start(ctx, testapiserver.Options{Progress: os.Stderr})
+		srv, err := apiserver.Start(ctx, apiserver.Options{Progress: os.Stderr})
 		if err != nil {
 			return err
 		}

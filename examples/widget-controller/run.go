@@ -14,12 +14,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/cachetune/cachetune/pkg/dataset"
 	"github.com/cachetune/cachetune/pkg/leanstore"
 	"github.com/cachetune/cachetune/pkg/predicate"
 	"github.com/cachetune/cachetune/pkg/profile"
 	"github.com/cachetune/cachetune/pkg/reconcile"
 	"github.com/cachetune/cachetune/pkg/retry"
+	"github.com/cachetune/cachetune/pkg/testkit/dataset"
 )
 
 // config is what run needs; main fills it from flags.

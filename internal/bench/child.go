@@ -16,11 +16,11 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/cachetune/cachetune/pkg/dataset"
+	"github.com/cachetune/cachetune/pkg/testkit/dataset"
 )
 
 // Server is the parent's hold on the traffic between a child and the API
-// server: in cachebench, a fault proxy (pkg/faults).
+// server: in cachebench, a fault proxy (pkg/testkit/faults).
 type Server interface {
 	// EndWatches ends the live watch streams (watches and streaming lists) of
 	// a resource with a 410 Gone and returns how many it ended.
@@ -146,15 +146,7 @@ func RunChild(ctx context.Context, spec ChildSpec, srv Server) (Result, error) {
 		return res, err
 	}
 	cmd := spec.Command
-	cmd.Env = append(os.Environ(), spec.Env...)
-	cmd.Env = append(cmd.Env, EnvWatchListClient+"="+strconv.FormatBool(spec.Mode.Streaming))
-	// The child dies with the parent rather than measuring for nobody.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return res, err
-	}
-	stdout, err := cmd.StdoutPipe()
+	stdin, stdout, err := prepareChild(cmd, spec)
 	if err != nil {
 		return res, err
 	}
@@ -171,32 +163,9 @@ func RunChild(ctx context.Context, spec ChildSpec, srv Server) (Result, error) {
 	if err := cmd.Start(); err != nil {
 		return res, fmt.Errorf("start child for mode %s: %w", spec.Mode.Name, err)
 	}
-	var stdinMu sync.Mutex
-	enc := json.NewEncoder(stdin)
-	send := func(l parentLine) error {
-		stdinMu.Lock()
-		defer stdinMu.Unlock()
-		return enc.Encode(l)
-	}
-	closeStdin := sync.OnceFunc(func() {
-		stdinMu.Lock()
-		defer stdinMu.Unlock()
-		stdin.Close()
-	})
+	send, closeStdin := lineSender(stdin)
 	defer closeStdin()
-
-	// Stop the child when ctx ends.
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		select {
-		case <-ctx.Done():
-			_ = cmd.Process.Kill()
-		case <-done:
-		}
-	})
-	defer wg.Wait()
-	defer close(done)
+	defer killOnCancel(ctx, cmd)()
 
 	err = send(parentLine{Start: &startLine{
 		Mode: spec.Mode.Name, Resources: spec.Resources, Config: cc, Plan: spec.Plan, CPUProfile: spec.CPUProfile,
@@ -209,10 +178,7 @@ func RunChild(ctx context.Context, spec ChildSpec, srv Server) (Result, error) {
 	closeStdin()
 	waitErr := cmd.Wait()
 	marks.finish = marks.take(ctx)
-	var server Requests
-	for _, r := range spec.Resources {
-		server = server.add(srv.Counts(r.Resource))
-	}
+	server := serverRequests(srv, spec.Resources)
 	res.ListPath.Server = server
 	switch {
 	case result != nil:
@@ -230,6 +196,70 @@ func RunChild(ctx context.Context, spec ChildSpec, srv Server) (Result, error) {
 		return res, fmt.Errorf("mode %s: child %w", spec.Mode.Name, waitErr)
 	}
 	return res, fmt.Errorf("mode %s: child exited without a result", spec.Mode.Name)
+}
+
+// prepareChild sets the child's environment (with the mode's WatchListClient
+// gate) and its pipes.
+func prepareChild(cmd *exec.Cmd, spec ChildSpec) (io.WriteCloser, io.ReadCloser, error) {
+	cmd.Env = append(os.Environ(), spec.Env...)
+	cmd.Env = append(cmd.Env, EnvWatchListClient+"="+strconv.FormatBool(spec.Mode.Streaming))
+	// The child dies with the parent rather than measuring for nobody.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	return stdin, stdout, nil
+}
+
+// lineSender returns send, which writes one line to the child's stdin, and
+// closeStdin; both are safe for concurrent use, and closeStdin for repeated
+// use.
+func lineSender(stdin io.WriteCloser) (send func(parentLine) error, closeStdin func()) {
+	var mu sync.Mutex
+	enc := json.NewEncoder(stdin)
+	send = func(l parentLine) error {
+		mu.Lock()
+		defer mu.Unlock()
+		return enc.Encode(l)
+	}
+	closeStdin = sync.OnceFunc(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		stdin.Close()
+	})
+	return send, closeStdin
+}
+
+// killOnCancel kills the child when ctx ends, until the returned stop is
+// called; stop returns once the goroutine that watches ctx has ended.
+func killOnCancel(ctx context.Context, cmd *exec.Cmd) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		select {
+		case <-ctx.Done():
+			_ = cmd.Process.Kill()
+		case <-done:
+		}
+	})
+	return func() {
+		close(done)
+		wg.Wait()
+	}
+}
+
+// serverRequests sums the list-path requests the server saw for resources.
+func serverRequests(srv Server, resources []ResourceRef) Requests {
+	var server Requests
+	for _, r := range resources {
+		server = server.add(srv.Counts(r.Resource))
+	}
+	return server
 }
 
 // converse reads the child's lines until its result or error, ending watches

@@ -1,7 +1,7 @@
 // Package bench is cachebench's measurement engine: the modes it compares, the
 // measurement of one mode in a child process, the protocol between the parent
-// and its children, and the rendering of results as a table, JSON and a
-// self-contained HTML report.
+// and its children, and a run's results as a Report (and its JSON). The
+// package report renders a Report as a table and an HTML page.
 //
 // The guide that uses it: docs/memory.md, whose figures it produces.
 //
@@ -50,8 +50,18 @@
 // gives each of its modes a Start with Implement and then calls ServeChild, so
 // that it speaks the same protocol and is measured by the same Measure.
 //
+// # A run
+//
+// Run is `cachebench run` without its flags: it starts the local server (or
+// reaches a cluster by kubeconfig, checking access first), seeds the dataset
+// (RunOptions.Spec), puts the fault proxy in front of the server, runs each Job
+// (a mode and the resources it caches) in its own child, growing the dataset
+// between the sizes of a scale run and leaving out what would not fit in
+// memory, and hands the finished Report to RunOptions.Write before it cleans
+// up. The command line parses and checks the flags and renders the report.
+//
 // # Output
 //
-// A run's results form a Report, written with WriteTable, WriteJSON (read back
-// with ReadJSON) and WriteHTML, whose charts are inline SVG.
+// A run's results form a Report, written with WriteJSON and read back with
+// ReadJSON; the package report renders it (WriteTable, WriteHTML).
 package bench

@@ -14,8 +14,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/cachetune/cachetune/pkg/dataset"
-	"github.com/cachetune/cachetune/pkg/testapiserver"
+	"github.com/cachetune/cachetune/pkg/testkit/apiserver"
+	"github.com/cachetune/cachetune/pkg/testkit/dataset"
 )
 
 // BenchmarkInitialList measures what one informer's initial list of the
@@ -48,7 +48,7 @@ func BenchmarkInitialList(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 			defer cancel()
-			srv, err := testapiserver.Start(ctx, testapiserver.Options{ExtraArgs: args})
+			srv, err := apiserver.Start(ctx, apiserver.Options{ExtraArgs: args})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -124,7 +124,7 @@ func streamingList(ctx context.Context, cs kubernetes.Interface, ns string) (int
 
 // measureList runs list b.N times and reports the server's CPU and storage
 // reads per list.
-func measureList(ctx context.Context, b *testing.B, srv *testapiserver.Server, cs kubernetes.Interface, ns string, want int,
+func measureList(ctx context.Context, b *testing.B, srv *apiserver.Server, cs kubernetes.Interface, ns string, want int,
 	list func(context.Context, kubernetes.Interface, string) (int, error)) {
 	proc, err := openProc(srv.PID)
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"runtime"
 	"runtime/metrics"
@@ -16,8 +15,8 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/cachetune/cachetune/pkg/dataset"
 	"github.com/cachetune/cachetune/pkg/profile"
+	"github.com/cachetune/cachetune/pkg/testkit/dataset"
 )
 
 // MeasureSpec is one measurement of one mode.
@@ -107,249 +106,301 @@ func Measure(ctx context.Context, spec MeasureSpec) (res Result, err error) {
 		names = append(names, r.Resource)
 	}
 	res = Result{Mode: spec.Mode.Name, Title: spec.Mode.Title, Resource: strings.Join(names, ","), Streaming: spec.Mode.Streaming}
-	emit := func(e Event) {
-		if spec.Events != nil {
-			spec.Events(e)
-		}
-	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	start := time.Now()
-	res.Started = start
-	since := func() time.Duration { return time.Since(start) }
-	traffic := newTraffic(start, names...)
-	defer traffic.release()
-	cfg := rest.CopyConfig(spec.Config)
-	prev := cfg.WrapTransport
-	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
-		if prev != nil {
-			rt = prev(rt)
-		}
-		return traffic.wrap(rt)
-	}
+	m := &measurement{spec: spec, plan: plan, res: &res, start: time.Now()}
+	res.Started = m.start
+	m.traffic = newTraffic(m.start, names...)
+	defer m.traffic.release()
+	cfg := m.traffic.instrument(spec.Config)
 
 	runtime.GC()
 	res.BaselineHeap = heapObjects()
-	sampler := StartSampler(ctx, start, plan.SampleEvery.D())
-	probe := StartProbe(ctx, start, plan.ProbeEvery.D())
-	samplingStopped := false
-	stopSampling := func() {
-		if !samplingStopped {
-			samplingStopped = true
-			sampler.Stop()
-			probe.Stop()
+	m.sampler = StartSampler(ctx, m.start, plan.SampleEvery.D())
+	m.probe = StartProbe(ctx, m.start, plan.ProbeEvery.D())
+	defer m.stopSampling()
+	defer func() { m.stopCaches() }()
+
+	initial, err := m.sync(ctx, cfg)
+	if err != nil {
+		return res, err
+	}
+	idle := listTimes{t0: m.since(), rt0: profile.ReadRuntime(), cpu0: selfCPU()}
+	if err := sleep(ctx, plan.Idle.D()); err != nil {
+		return res, err
+	}
+	idle.t1, idle.rt1, idle.cpu1 = m.since(), profile.ReadRuntime(), selfCPU()
+	listed := m.reconcileList(ctx)
+
+	times := make([]listTimes, plan.Relists)
+	for k := 1; k <= plan.Relists; k++ {
+		if times[k-1], err = m.relist(ctx, k); err != nil {
+			return res, err
 		}
 	}
-	defer stopSampling()
-
-	var (
-		h       handlerCounts
-		markers []Marker
-		mark    = func(t time.Duration, label string) {
-			markers = append(markers, Marker{Seconds: t.Seconds(), Label: label})
+	whole := listTimes{t0: initial.t0, rt0: initial.rt0, cpu0: initial.cpu0}
+	whole.t1, whole.rt1, whole.cpu1 = m.since(), profile.ReadRuntime(), selfCPU()
+	res.BytesReceived = m.traffic.bytes.Load()
+	res.ListPath.Client = m.traffic.requests()
+	res.ListPath.Library = "unknown"
+	if m.c.ListPath != nil {
+		if p := m.c.ListPath(); p != "" {
+			res.ListPath.Library = p
 		}
-	)
+	}
+	m.stopCaches()
+	m.stopSampling()
+	m.windows(initial, idle, listed, times, whole)
+	return res, nil
+}
+
+// measurement is one Measure in progress: what its steps share.
+type measurement struct {
+	spec    MeasureSpec
+	plan    Plan
+	res     *Result
+	start   time.Time
+	traffic *traffic
+	sampler *Sampler
+	probe   *Probe
+	h       handlerCounts
+	markers []Marker
+	caches  []Cache
+	c       Cache // the caches joined
+
+	samplingStopped bool
+}
+
+func (m *measurement) since() time.Duration { return time.Since(m.start) }
+
+func (m *measurement) mark(t time.Duration, label string) {
+	m.markers = append(m.markers, Marker{Seconds: t.Seconds(), Label: label})
+}
+
+func (m *measurement) emit(e Event) {
+	if m.spec.Events != nil {
+		m.spec.Events(e)
+	}
+}
+
+func (m *measurement) stopSampling() {
+	if !m.samplingStopped {
+		m.samplingStopped = true
+		m.sampler.Stop()
+		m.probe.Stop()
+	}
+}
+
+func (m *measurement) stopCaches() {
+	for _, c := range m.caches {
+		c.Stop()
+	}
+	m.caches = nil
+}
+
+// sync starts the caches and waits for them to sync (under a CPU profile when
+// asked), lets them settle and reads the live heap: the initial-sync window.
+func (m *measurement) sync(ctx context.Context, cfg *rest.Config) (listTimes, error) {
+	res, plan := m.res, m.plan
+	var w listTimes
 	stopProfile := func() {}
-	if spec.CPUProfile != "" {
-		f, err := os.Create(spec.CPUProfile)
+	if m.spec.CPUProfile != "" {
+		f, err := os.Create(m.spec.CPUProfile)
 		if err != nil {
-			return res, err
+			return w, err
 		}
 		defer func() { _ = f.Close() }() // a profile that fails to close loses only itself
 		if err := pprof.StartCPUProfile(f); err != nil {
-			return res, fmt.Errorf("start a CPU profile: %w", err)
+			return w, fmt.Errorf("start a CPU profile: %w", err)
 		}
 		stopProfile = sync.OnceFunc(pprof.StopCPUProfile)
 		defer stopProfile()
 	}
-	rt0, cpu0 := profile.ReadRuntime(), selfCPU()
-	t0 := since()
-	emit(Event{Kind: "syncing"})
-	var caches []Cache
-	stopCaches := func() {
-		for _, c := range caches {
-			c.Stop()
-		}
-		caches = nil
-	}
-	defer func() { stopCaches() }()
-	for _, r := range spec.Resources {
-		c, err := spec.Mode.startCache(ctx, Env{
-			Config: cfg, Namespace: r.Namespace, Resource: r.GroupVersionResource, Handler: &h, Streaming: spec.Mode.Streaming,
+	w.rt0, w.cpu0 = profile.ReadRuntime(), selfCPU()
+	w.t0 = m.since()
+	m.emit(Event{Kind: "syncing"})
+	for _, r := range m.spec.Resources {
+		c, err := m.spec.Mode.startCache(ctx, Env{
+			Config: cfg, Namespace: r.Namespace, Resource: r.GroupVersionResource, Handler: &m.h, Streaming: m.spec.Mode.Streaming,
 		})
 		if err != nil {
-			return res, fmt.Errorf("start mode %s for %s: %w", spec.Mode.Name, r.Resource, err)
+			return w, fmt.Errorf("start mode %s for %s: %w", m.spec.Mode.Name, r.Resource, err)
 		}
-		caches = append(caches, c)
+		m.caches = append(m.caches, c)
 	}
-	c := joined(caches)
-	mark(t0, "start")
+	m.c = joined(m.caches)
+	m.mark(w.t0, "start")
 
-	if err := waitFor(ctx, plan.SyncTimeout.D(), c.HasSynced); err != nil {
-		return res, fmt.Errorf("sync %s of %s: %w", res.Resource, spec.Mode.Name, err)
+	if err := waitFor(ctx, plan.SyncTimeout.D(), m.c.HasSynced); err != nil {
+		return w, fmt.Errorf("sync %s of %s: %w", res.Resource, m.spec.Mode.Name, err)
 	}
-	tSync := since()
+	tSync := m.since()
 	stopProfile()
-	res.SyncSeconds = (tSync - t0).Seconds()
-	res.SyncBytes = traffic.bytes.Load()
-	res.Objects = c.Len()
-	mark(tSync, "synced")
-	emit(Event{Kind: "synced", Objects: res.Objects, Seconds: res.SyncSeconds})
+	res.SyncSeconds = (tSync - w.t0).Seconds()
+	res.SyncBytes = m.traffic.bytes.Load()
+	res.Objects = m.c.Len()
+	m.mark(tSync, "synced")
+	m.emit(Event{Kind: "synced", Objects: res.Objects, Seconds: res.SyncSeconds})
 	if err := sleep(ctx, plan.Settle.D()); err != nil {
-		return res, err
+		return w, err
 	}
-	tInitEnd, rtInitEnd, cpuInitEnd := since(), profile.ReadRuntime(), selfCPU()
+	w.t1, w.rt1, w.cpu1 = m.since(), profile.ReadRuntime(), selfCPU()
 	runtime.GC()
 	res.LiveHeap = heapObjects()
 	res.LiveRSS = openStatm().readAndClose()
 	if res.Objects > 0 && res.LiveHeap > res.BaselineHeap {
 		res.BytesPerObject = float64(res.LiveHeap-res.BaselineHeap) / float64(res.Objects)
 	}
+	return w, nil
+}
 
-	tIdle0, rtIdle0, cpuIdle0 := since(), profile.ReadRuntime(), selfCPU()
-	if err := sleep(ctx, plan.Idle.D()); err != nil {
-		return res, err
+// reconcileList reads every cached object once, when the mode has a reader,
+// and returns the window of the read (nil without a reader).
+func (m *measurement) reconcileList(ctx context.Context) *listTimes {
+	if m.c.ReconcileList == nil {
+		return nil
 	}
-	tIdle1, rtIdle1, cpuIdle1 := since(), profile.ReadRuntime(), selfCPU()
+	l, tm := measureReconcileList(ctx, m.c, m.since)
+	m.res.ReconcileList = &l
+	m.mark(tm.t0, "reconcile list")
+	peak, _ := m.sampler.Peak(tm.t0, tm.t1)
+	m.emit(Event{Kind: "listed", Objects: l.Objects, Seconds: l.Seconds, AllocatedBytes: l.AllocatedBytes,
+		PeakRatio: ratio(max(peak, l.HeldHeap), m.res.LiveHeap), Error: l.Error})
+	return &tm
+}
 
-	var listed *listTimes
-	if c.ReconcileList != nil {
-		l, tm := measureReconcileList(ctx, c, since)
-		res.ReconcileList, listed = &l, &tm
-		mark(tm.t0, "reconcile list")
-		peak, _ := sampler.Peak(tm.t0, tm.t1)
-		emit(Event{Kind: "listed", Objects: l.Objects, Seconds: l.Seconds, AllocatedBytes: l.AllocatedBytes,
-			PeakRatio: ratio(max(peak, l.HeldHeap), res.LiveHeap), Error: l.Error})
+// relist forces re-list k, waits for it to complete, lets it settle and
+// records it in the result; it returns the re-list's window. A re-list that
+// fails is recorded; the error returned ends the measurement (ctx ended).
+func (m *measurement) relist(ctx context.Context, k int) (listTimes, error) {
+	var w listTimes
+	rl := Relist{Index: k, Churn: m.plan.ChurnAt(k)}
+	n0 := m.c.Len()
+	base := m.h.events()
+	lists0 := 0
+	if m.c.Lists != nil {
+		lists0 = m.c.Lists()
 	}
+	// The re-list the 410 sets off waits in this process's transport
+	// until the parent has written the changes.
+	m.traffic.hold()
+	m.traffic.markList()
+	tGone := m.since()
+	m.mark(tGone, fmt.Sprintf("410 #%d", k))
+	m.emit(Event{Kind: "relist", Index: k})
+	answer, err := m.spec.Relist(ctx, k)
+	rl.WatchesEnded, rl.Changes = answer.Ended, answer.Changes
+	bytes0 := m.traffic.bytes.Load()
+	w.rt0, w.cpu0, w.t0 = profile.ReadRuntime(), selfCPU(), m.since()
+	m.traffic.release()
+	if w.t0-tGone > 200*time.Millisecond {
+		m.mark(w.t0, fmt.Sprintf("list #%d", k))
+	}
+	if err == nil {
+		err = m.waitRelisted(ctx, base, n0, lists0, answer.Changes)
+	}
+	tDone := m.since()
+	// From the first list request after the 410 (a held one counts from
+	// its release).
+	if listAt := time.Duration(m.traffic.firstList.Load()); listAt > w.t0 {
+		rl.Seconds = (tDone - listAt).Seconds()
+	} else {
+		rl.Seconds = (tDone - w.t0).Seconds()
+	}
+	if err != nil {
+		rl.Error = err.Error()
+	} else {
+		m.mark(tDone, fmt.Sprintf("re-list #%d done", k))
+	}
+	if serr := sleep(ctx, m.plan.Settle.D()); serr != nil {
+		return w, serr
+	}
+	w.t1, w.rt1, w.cpu1 = m.since(), profile.ReadRuntime(), selfCPU()
+	m.recordRelist(&rl, base, bytes0, err == nil)
+	peak, _ := m.sampler.Peak(w.t0, w.t1)
+	m.emit(Event{Kind: "relisted", Index: k, Seconds: rl.Seconds, PeakRatio: ratio(peak, m.res.LiveHeap), Changes: &rl.Changes,
+		Delivered: &rl.Delivered, Error: rl.Error})
+	if err != nil && ctx.Err() != nil {
+		return w, err
+	}
+	return w, nil
+}
 
-	type relistTimes struct {
-		t0, t1     time.Duration
-		rt0, rt1   profile.RuntimeSnapshot
-		cpu0, cpu1 time.Duration
+// waitRelisted waits until a re-list is complete: the library reported one
+// more list per cache (leanstore), or, for client-go, which delivers an update
+// for every object it keeps, an add for every new one and a delete for every
+// one gone, until it has. A library that reports its lists then gets
+// deliverWait to deliver the changes it found.
+func (m *measurement) waitRelisted(ctx context.Context, base Events, n0, lists0 int, ch dataset.Changes) error {
+	c := m.c
+	err := waitFor(ctx, m.plan.RelistTimeout.D(), func() bool {
+		got := m.h.events().sub(base)
+		switch {
+		case c.Lists != nil:
+			return c.Lists() >= lists0+len(m.caches)
+		case n0 == 0 && ch.Created == 0: // nothing to deliver: a new list request is the sign
+			return m.traffic.firstList.Load() != 0
+		}
+		return got.Adds+got.Updates >= n0-ch.Deleted+ch.Created && got.Deletes >= ch.Deleted
+	})
+	if err == nil && c.Lists != nil {
+		// The library reported the list; its handlers may still be
+		// receiving the changes it found.
+		// A shortfall after deliverWait is reported by recordRelist, as Missed.
+		_ = waitFor(ctx, deliverWait, func() bool {
+			got := m.h.events().sub(base)
+			return got.Adds >= ch.Created && got.Updates >= ch.Updated && got.Deletes >= ch.Deleted
+		})
 	}
-	times := make([]relistTimes, plan.Relists)
-	for k := 1; k <= plan.Relists; k++ {
-		rl := Relist{Index: k, Churn: plan.ChurnAt(k)}
-		n0 := c.Len()
-		base := h.events()
-		lists0 := 0
-		if c.Lists != nil {
-			lists0 = c.Lists()
-		}
-		// The re-list the 410 sets off waits in this process's transport
-		// until the parent has written the changes.
-		traffic.hold()
-		traffic.markList()
-		tGone := since()
-		mark(tGone, fmt.Sprintf("410 #%d", k))
-		emit(Event{Kind: "relist", Index: k})
-		answer, err := spec.Relist(ctx, k)
-		rl.WatchesEnded, rl.Changes = answer.Ended, answer.Changes
-		bytes0 := traffic.bytes.Load()
-		rtK0, cpuK0, tK0 := profile.ReadRuntime(), selfCPU(), since()
-		traffic.release()
-		if tK0-tGone > 200*time.Millisecond {
-			mark(tK0, fmt.Sprintf("list #%d", k))
-		}
-		ch := answer.Changes
-		if err == nil {
-			err = waitFor(ctx, plan.RelistTimeout.D(), func() bool {
-				got := h.events().sub(base)
-				switch {
-				case c.Lists != nil:
-					return c.Lists() >= lists0+len(caches)
-				case n0 == 0 && ch.Created == 0: // nothing to deliver: a new list request is the sign
-					return traffic.firstList.Load() != 0
-				}
-				// client-go delivers an update for every object it keeps, an
-				// add for every new one, a delete for every one gone.
-				return got.Adds+got.Updates >= n0-ch.Deleted+ch.Created && got.Deletes >= ch.Deleted
-			})
-		}
-		if err == nil && c.Lists != nil {
-			// The library reported the list; its handlers may still be
-			// receiving the changes it found.
-			// A shortfall after deliverWait is reported below, as Missed.
-			_ = waitFor(ctx, deliverWait, func() bool {
-				got := h.events().sub(base)
-				return got.Adds >= ch.Created && got.Updates >= ch.Updated && got.Deletes >= ch.Deleted
-			})
-		}
-		tDone := since()
-		// From the first list request after the 410 (a held one counts from
-		// its release).
-		if listAt := time.Duration(traffic.firstList.Load()); listAt > tK0 {
-			rl.Seconds = (tDone - listAt).Seconds()
-		} else {
-			rl.Seconds = (tDone - tK0).Seconds()
-		}
-		if err != nil {
-			rl.Error = err.Error()
-		} else {
-			mark(tDone, fmt.Sprintf("re-list #%d done", k))
-		}
-		if serr := sleep(ctx, plan.Settle.D()); serr != nil {
-			return res, serr
-		}
-		tK1, rtK1, cpuK1 := since(), profile.ReadRuntime(), selfCPU()
-		rl.Delivered = h.events().sub(base)
-		rl.Updates = rl.Delivered.Adds + rl.Delivered.Updates
-		if err == nil && rl.Missed() > 0 {
-			rl.Error = fmt.Sprintf("delivered %d adds, %d updates and %d deletes for %d objects created, %d updated and %d deleted",
-				rl.Delivered.Adds, rl.Delivered.Updates, rl.Delivered.Deletes, ch.Created, ch.Updated, ch.Deleted)
-		}
-		rl.BytesReceived = traffic.bytes.Load() - bytes0
-		runtime.GC()
-		rl.LiveHeapAfter = heapObjects()
-		times[k-1] = relistTimes{tK0, tK1, rtK0, rtK1, cpuK0, cpuK1}
-		res.Relists = append(res.Relists, rl)
-		peak, _ := sampler.Peak(tK0, tK1)
-		emit(Event{Kind: "relisted", Index: k, Seconds: rl.Seconds, PeakRatio: ratio(peak, res.LiveHeap), Changes: &rl.Changes,
-			Delivered: &rl.Delivered, Error: rl.Error})
-		if err != nil && ctx.Err() != nil {
-			return res, err
-		}
-	}
-	tEnd, rtEnd, cpuEnd := since(), profile.ReadRuntime(), selfCPU()
-	res.BytesReceived = traffic.bytes.Load()
-	res.ListPath.Client = traffic.requests()
-	res.ListPath.Library = "unknown"
-	if c.ListPath != nil {
-		if p := c.ListPath(); p != "" {
-			res.ListPath.Library = p
-		}
-	}
-	stopCaches()
-	stopSampling()
+	return err
+}
 
-	// Everything below reads what the sampler and the probe recorded; it runs
-	// after the measurement so that its own allocations are not measured.
-	window := func(from, to time.Duration, rtFrom, rtTo profile.RuntimeSnapshot, cpuFrom, cpuTo time.Duration) Window {
-		peakHeap, peakRSS := sampler.Peak(from, to)
+// recordRelist completes rl with what was delivered and received since the
+// re-list began and the live heap after it, and appends it to the result.
+func (m *measurement) recordRelist(rl *Relist, base Events, bytes0 int64, completed bool) {
+	ch := rl.Changes
+	rl.Delivered = m.h.events().sub(base)
+	rl.Updates = rl.Delivered.Adds + rl.Delivered.Updates
+	if completed && rl.Missed() > 0 {
+		rl.Error = fmt.Sprintf("delivered %d adds, %d updates and %d deletes for %d objects created, %d updated and %d deleted",
+			rl.Delivered.Adds, rl.Delivered.Updates, rl.Delivered.Deletes, ch.Created, ch.Updated, ch.Deleted)
+	}
+	rl.BytesReceived = m.traffic.bytes.Load() - bytes0
+	runtime.GC()
+	rl.LiveHeapAfter = heapObjects()
+	m.res.Relists = append(m.res.Relists, *rl)
+}
+
+// windows fills the result's windows, series and markers from what the
+// sampler and the probe recorded. It runs after the measurement so that its
+// own allocations are not measured.
+func (m *measurement) windows(initial, idle listTimes, listed *listTimes, relists []listTimes, whole listTimes) {
+	res := m.res
+	window := func(tm listTimes) Window {
+		peakHeap, peakRSS := m.sampler.Peak(tm.t0, tm.t1)
 		return Window{
-			StartSeconds: from.Seconds(), EndSeconds: to.Seconds(),
+			StartSeconds: tm.t0.Seconds(), EndSeconds: tm.t1.Seconds(),
 			PeakHeap: peakHeap, PeakRSS: peakRSS, PeakRatio: ratio(peakHeap, res.LiveHeap),
-			CPUSeconds: (cpuTo - cpuFrom).Seconds(),
-			Probe:      probe.Window(from, to),
-			Runtime:    runtimeStats(rtFrom, rtTo),
+			CPUSeconds: (tm.cpu1 - tm.cpu0).Seconds(),
+			Probe:      m.probe.Window(tm.t0, tm.t1),
+			Runtime:    runtimeStats(tm.rt0, tm.rt1),
 		}
 	}
-	res.InitialSync = window(t0, tInitEnd, rt0, rtInitEnd, cpu0, cpuInitEnd)
-	res.Idle = window(tIdle0, tIdle1, rtIdle0, rtIdle1, cpuIdle0, cpuIdle1)
+	res.InitialSync = window(initial)
+	res.Idle = window(idle)
 	if listed != nil {
-		w := window(listed.t0, listed.t1, listed.rt0, listed.rt1, listed.cpu0, listed.cpu1)
+		w := window(*listed)
 		w.PeakHeap = max(w.PeakHeap, res.ReconcileList.HeldHeap)
 		w.PeakRatio = ratio(w.PeakHeap, res.LiveHeap)
 		res.ReconcileList.Window = w
 	}
-	for i, tm := range times {
-		res.Relists[i].Window = window(tm.t0, tm.t1, tm.rt0, tm.rt1, tm.cpu0, tm.cpu1)
+	for i, tm := range relists {
+		res.Relists[i].Window = window(tm)
 	}
-	res.Whole = window(t0, tEnd, rt0, rtEnd, cpu0, cpuEnd)
-	res.Series = seriesOf(Downsample(sampler.Samples(), plan.SeriesPoints))
-	res.Markers = markers
-	return res, nil
+	res.Whole = window(whole)
+	res.Series = seriesOf(Downsample(m.sampler.Samples(), m.plan.SeriesPoints))
+	res.Markers = m.markers
 }
 
 func ratio(peak, live uint64) float64 {

@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/cachetune/cachetune/internal/leakcheck"
-	"github.com/cachetune/cachetune/pkg/dataset"
+	"github.com/cachetune/cachetune/pkg/testkit/dataset"
 )
 
 // fakeInformer stands in for an informer: a store of objects of a known size,

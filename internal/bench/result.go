@@ -3,7 +3,7 @@ package bench
 import (
 	"time"
 
-	"github.com/cachetune/cachetune/pkg/dataset"
+	"github.com/cachetune/cachetune/pkg/testkit/dataset"
 )
 
 // Report is everything one cachebench run measured. It is what --json writes

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"k8s.io/client-go/rest"
 )
 
 // traffic counts, on the client side, the response bytes a child reads and the
@@ -146,4 +148,17 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.ReadCloser.Read(p)
 	c.n.Add(int64(n))
 	return n, err
+}
+
+// instrument returns a copy of c whose requests t counts and can hold.
+func (t *traffic) instrument(c *rest.Config) *rest.Config {
+	cfg := rest.CopyConfig(c)
+	prev := cfg.WrapTransport
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		if prev != nil {
+			rt = prev(rt)
+		}
+		return t.wrap(rt)
+	}
+	return cfg
 }

@@ -14,10 +14,10 @@ import (
 
 	"github.com/cachetune/cachetune/internal/conformance"
 	"github.com/cachetune/cachetune/internal/leakcheck"
-	"github.com/cachetune/cachetune/pkg/testapiserver"
+	"github.com/cachetune/cachetune/pkg/testkit/apiserver"
 )
 
-var srv *testapiserver.Server
+var srv *apiserver.Server
 
 func TestMain(m *testing.M) {
 	// A replica process of TestShardUnion (see conformance.RunShards).
@@ -31,7 +31,7 @@ func TestMain(m *testing.M) {
 	// Every fault makes the informers log; the results say what matters.
 	klog.LogToStderr(false)
 	klog.SetOutput(io.Discard)
-	os.Exit(testapiserver.Main(m, testapiserver.Options{}, &srv))
+	os.Exit(apiserver.Main(m, apiserver.Options{}, &srv))
 }
 
 // fixedSeeds run in every `make test`: a few random programs, and the seeds

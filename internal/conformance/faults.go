@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/cachetune/cachetune/pkg/faults"
+	"github.com/cachetune/cachetune/pkg/testkit/faults"
 )
 
 // Fault is one kind of trouble a step puts the informers through.

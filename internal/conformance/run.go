@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/cachetune/cachetune/pkg/faults"
+	"github.com/cachetune/cachetune/pkg/testkit/faults"
 )
 
 // Config is what Run needs. Server and Flavors are required; zero fields of

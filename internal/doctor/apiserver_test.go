@@ -26,15 +26,15 @@ import (
 
 	"github.com/cachetune/cachetune/internal/doctor"
 	"github.com/cachetune/cachetune/internal/leakcheck"
-	"github.com/cachetune/cachetune/pkg/dataset"
 	"github.com/cachetune/cachetune/pkg/leanstore"
-	"github.com/cachetune/cachetune/pkg/testapiserver"
+	"github.com/cachetune/cachetune/pkg/testkit/apiserver"
+	"github.com/cachetune/cachetune/pkg/testkit/dataset"
 )
 
-var srv *testapiserver.Server
+var srv *apiserver.Server
 
 func TestMain(m *testing.M) {
-	os.Exit(testapiserver.Main(m, testapiserver.Options{}, &srv))
+	os.Exit(apiserver.Main(m, apiserver.Options{}, &srv))
 }
 
 func needServer(t *testing.T) {
@@ -79,7 +79,7 @@ func within(t *testing.T, what string, got, want, tol float64) {
 	}
 }
 
-// TestSeededNamespace runs the doctor on a namespace seeded with pkg/dataset
+// TestSeededNamespace runs the doctor on a namespace seeded with pkg/testkit/dataset
 // and checks it against two references: dataset.Measure for counts and byte
 // shares, and the live heap of real client-go informers for its projections.
 func TestSeededNamespace(t *testing.T) {
@@ -299,7 +299,7 @@ func grantConfigMaps(ctx context.Context, t *testing.T, ns string) {
 	}
 	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "configmap-reader", Namespace: ns},
 		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "configmap-reader"},
-		Subjects: []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: testapiserver.RestrictedUser}}}
+		Subjects: []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: apiserver.RestrictedUser}}}
 	if _, err := rbac.RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -406,7 +406,7 @@ func TestStreamingListsRefused(t *testing.T) {
 	leakcheck.Check(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	old, err := testapiserver.Start(ctx, testapiserver.Options{ExtraArgs: []string{"--feature-gates=WatchList=false"}})
+	old, err := apiserver.Start(ctx, apiserver.Options{ExtraArgs: []string{"--feature-gates=WatchList=false"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,7 +56,7 @@ func parseJSONPage(raw []byte) (jsonPage, error) {
 }
 
 // add measures one item: its JSON length, the JSON of its managedFields and
-// the length of its last-applied annotation (as pkg/dataset.Measure does).
+// the length of its last-applied annotation (as pkg/testkit/dataset.Measure does).
 func (s *sizes) add(item json.RawMessage) error {
 	var m jsonMeta
 	if err := json.Unmarshal(item, &m); err != nil {

@@ -15,8 +15,8 @@ import (
 
 	"github.com/cachetune/cachetune/pkg/backoff"
 	"github.com/cachetune/cachetune/pkg/failure"
-	"github.com/cachetune/cachetune/pkg/faults"
 	"github.com/cachetune/cachetune/pkg/leanstore"
+	"github.com/cachetune/cachetune/pkg/testkit/faults"
 )
 
 // NewInformer builds the informer under test for one namespace, from a
@@ -44,7 +44,7 @@ type Options struct {
 	// ConvergeWithin bounds the wait for convergence (default 30 s).
 	ConvergeWithin time.Duration
 	// Restricted is the identity of a NoGrant scenario: authenticated, with
-	// no RBAC grant (testapiserver's RestrictedConfig). It must authenticate
+	// no RBAC grant (apiserver's RestrictedConfig). It must authenticate
 	// with a bearer token to pass through the proxy.
 	Restricted *rest.Config
 }

@@ -12,14 +12,14 @@ import (
 
 	"github.com/cachetune/cachetune/internal/leakcheck"
 	"github.com/cachetune/cachetune/internal/resilience"
-	"github.com/cachetune/cachetune/pkg/faults"
-	"github.com/cachetune/cachetune/pkg/testapiserver"
+	"github.com/cachetune/cachetune/pkg/testkit/apiserver"
+	"github.com/cachetune/cachetune/pkg/testkit/faults"
 )
 
-var srv *testapiserver.Server
+var srv *apiserver.Server
 
 func TestMain(m *testing.M) {
-	os.Exit(testapiserver.Main(m, testapiserver.Options{}, &srv))
+	os.Exit(apiserver.Main(m, apiserver.Options{}, &srv))
 }
 
 // options reads the durations from the environment, so that the same test

@@ -3,7 +3,7 @@ package resilience
 import (
 	"time"
 
-	"github.com/cachetune/cachetune/pkg/faults"
+	"github.com/cachetune/cachetune/pkg/testkit/faults"
 )
 
 // Scenario is one fault, applied to the informer's resource through the

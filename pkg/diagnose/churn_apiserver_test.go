@@ -13,8 +13,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/cachetune/cachetune/internal/leakcheck"
-	"github.com/cachetune/cachetune/pkg/dataset"
 	"github.com/cachetune/cachetune/pkg/diagnose"
+	"github.com/cachetune/cachetune/pkg/testkit/dataset"
 )
 
 // findings returns the detector's findings about one object.

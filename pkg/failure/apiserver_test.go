@@ -19,14 +19,14 @@ import (
 
 	"github.com/cachetune/cachetune/internal/leakcheck"
 	"github.com/cachetune/cachetune/pkg/failure"
-	"github.com/cachetune/cachetune/pkg/faults"
-	"github.com/cachetune/cachetune/pkg/testapiserver"
+	"github.com/cachetune/cachetune/pkg/testkit/apiserver"
+	"github.com/cachetune/cachetune/pkg/testkit/faults"
 )
 
-var srv *testapiserver.Server
+var srv *apiserver.Server
 
 func TestMain(m *testing.M) {
-	os.Exit(testapiserver.Main(m, testapiserver.Options{}, &srv))
+	os.Exit(apiserver.Main(m, apiserver.Options{}, &srv))
 }
 
 // realError is one error obtained from the real API server, and the class it

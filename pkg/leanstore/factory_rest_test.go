@@ -20,11 +20,11 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/cachetune/cachetune/internal/leakcheck"
-	"github.com/cachetune/cachetune/pkg/dataset"
 	"github.com/cachetune/cachetune/pkg/leanstore"
+	"github.com/cachetune/cachetune/pkg/testkit/dataset"
 )
 
-// widget is a Go type for pkg/dataset's Widget custom resource, as an operator
+// widget is a Go type for pkg/testkit/dataset's Widget custom resource, as an operator
 // would declare it: not in client-go's scheme, served as JSON only.
 type widget struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -17,7 +17,7 @@ import (
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/cachetune/cachetune/internal/leakcheck"
-	"github.com/cachetune/cachetune/pkg/dataset"
+	"github.com/cachetune/cachetune/pkg/testkit/dataset"
 )
 
 // guardedPods shares n pods of the dataset (8 apps) in a guarded table, as an

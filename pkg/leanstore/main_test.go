@@ -10,13 +10,13 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/cachetune/cachetune/pkg/testapiserver"
+	"github.com/cachetune/cachetune/pkg/testkit/apiserver"
 )
 
-var srv *testapiserver.Server
+var srv *apiserver.Server
 
 func TestMain(m *testing.M) {
-	os.Exit(testapiserver.Main(m, testapiserver.Options{}, &srv))
+	os.Exit(apiserver.Main(m, apiserver.Options{}, &srv))
 }
 
 func testContext(t *testing.T, d time.Duration) context.Context {

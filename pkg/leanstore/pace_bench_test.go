@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
 
-	"github.com/cachetune/cachetune/pkg/dataset"
+	"github.com/cachetune/cachetune/pkg/testkit/dataset"
 )
 
 // BenchmarkPacedList runs the pacer as a list of 10,000 Pods does: each Pod of

@@ -22,11 +22,11 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/cachetune/cachetune/internal/leakcheck"
-	"github.com/cachetune/cachetune/pkg/dataset"
 	"github.com/cachetune/cachetune/pkg/failure"
-	"github.com/cachetune/cachetune/pkg/faults"
 	"github.com/cachetune/cachetune/pkg/leanstore"
-	"github.com/cachetune/cachetune/pkg/testapiserver"
+	"github.com/cachetune/cachetune/pkg/testkit/apiserver"
+	"github.com/cachetune/cachetune/pkg/testkit/dataset"
+	"github.com/cachetune/cachetune/pkg/testkit/faults"
 )
 
 // leanFactory is what the re-list tests need of a leanstore factory.
@@ -221,7 +221,7 @@ func TestStreamingRefusalIsRemembered(t *testing.T) {
 	}
 	leakcheck.Check(t)
 	ctx := testContext(t, 3*time.Minute)
-	old, err := testapiserver.Start(ctx, testapiserver.Options{ExtraArgs: []string{"--feature-gates=WatchList=false"}})
+	old, err := apiserver.Start(ctx, apiserver.Options{ExtraArgs: []string{"--feature-gates=WatchList=false"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,8 +11,8 @@ import (
 	"github.com/cachetune/cachetune/internal/leakcheck"
 	"github.com/cachetune/cachetune/internal/resilience"
 	"github.com/cachetune/cachetune/pkg/failure"
-	"github.com/cachetune/cachetune/pkg/faults"
 	"github.com/cachetune/cachetune/pkg/leanstore"
+	"github.com/cachetune/cachetune/pkg/testkit/faults"
 )
 
 // TestResilienceRestrictedIdentity runs a leanstore informer as an identity

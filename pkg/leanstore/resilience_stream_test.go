@@ -15,8 +15,8 @@ import (
 
 	"github.com/cachetune/cachetune/internal/leakcheck"
 	"github.com/cachetune/cachetune/pkg/failure"
-	"github.com/cachetune/cachetune/pkg/faults"
 	"github.com/cachetune/cachetune/pkg/leanstore"
+	"github.com/cachetune/cachetune/pkg/testkit/faults"
 )
 
 // TestResilienceBrokenStreamAfterStreamingList breaks the stream of a

@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/cachetune/cachetune/internal/leakcheck"
-	"github.com/cachetune/cachetune/pkg/dataset"
 	"github.com/cachetune/cachetune/pkg/leanstore"
+	"github.com/cachetune/cachetune/pkg/testkit/dataset"
 )
 
 // Replicas that shard by namespace keep each namespace's Pods together: over

@@ -21,9 +21,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/cachetune/cachetune/internal/leakcheck"
-	"github.com/cachetune/cachetune/pkg/dataset"
-	"github.com/cachetune/cachetune/pkg/faults"
 	"github.com/cachetune/cachetune/pkg/leanstore"
+	"github.com/cachetune/cachetune/pkg/testkit/dataset"
+	"github.com/cachetune/cachetune/pkg/testkit/faults"
 )
 
 var raceNow = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)

@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/cachetune/cachetune/pkg/dataset"
 	"github.com/cachetune/cachetune/pkg/leanstore"
+	"github.com/cachetune/cachetune/pkg/testkit/dataset"
 )
 
 var podsResource = schema.GroupResource{Resource: "pods"}

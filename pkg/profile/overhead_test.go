@@ -21,9 +21,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/cachetune/cachetune/pkg/dataset"
 	cprofile "github.com/cachetune/cachetune/pkg/profile"
-	"github.com/cachetune/cachetune/pkg/testapiserver"
+	"github.com/cachetune/cachetune/pkg/testkit/apiserver"
+	"github.com/cachetune/cachetune/pkg/testkit/dataset"
 )
 
 // BenchmarkOverhead measures what each hook costs a process that holds a
@@ -184,7 +184,7 @@ var (
 // overheadState is the process BenchmarkOverhead measures: the local API
 // server, the Pods and an informer holding them.
 type overheadState struct {
-	srv     *testapiserver.Server
+	srv     *apiserver.Server
 	cancel  context.CancelFunc
 	pods    []*corev1.Pod
 	factory informers.SharedInformerFactory
@@ -208,7 +208,7 @@ func overheadEnv(b *testing.B) *overheadState {
 func (e *overheadState) setUp() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
-	srv, err := testapiserver.Start(ctx, testapiserver.Options{Progress: os.Stderr})
+	srv, err := apiserver.Start(ctx, apiserver.Options{Progress: os.Stderr})
 	if err != nil {
 		return err
 	}

@@ -19,10 +19,10 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/cachetune/cachetune/internal/leakcheck"
-	"github.com/cachetune/cachetune/pkg/dataset"
-	"github.com/cachetune/cachetune/pkg/faults"
 	"github.com/cachetune/cachetune/pkg/predicate"
 	"github.com/cachetune/cachetune/pkg/reconcile"
+	"github.com/cachetune/cachetune/pkg/testkit/dataset"
+	"github.com/cachetune/cachetune/pkg/testkit/faults"
 )
 
 // behindProxy returns a clientset whose requests pass the fault proxy.

@@ -13,13 +13,13 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/cachetune/cachetune/pkg/reconcile"
-	"github.com/cachetune/cachetune/pkg/testapiserver"
+	"github.com/cachetune/cachetune/pkg/testkit/apiserver"
 )
 
-var srv *testapiserver.Server
+var srv *apiserver.Server
 
 func TestMain(m *testing.M) {
-	os.Exit(testapiserver.Main(m, testapiserver.Options{}, &srv))
+	os.Exit(apiserver.Main(m, apiserver.Options{}, &srv))
 }
 
 // needServer skips a test under -short, when no API server was started.

@@ -12,10 +12,10 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/cachetune/cachetune/pkg/dataset"
 	"github.com/cachetune/cachetune/pkg/failure"
 	"github.com/cachetune/cachetune/pkg/leanstore"
 	"github.com/cachetune/cachetune/pkg/reconcile"
+	"github.com/cachetune/cachetune/pkg/testkit/dataset"
 )
 
 // widgetEnv is a namespace with Widgets, a leanstore informer on them, and

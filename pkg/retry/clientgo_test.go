@@ -13,15 +13,15 @@ import (
 
 	"github.com/cachetune/cachetune/internal/leakcheck"
 	"github.com/cachetune/cachetune/pkg/failure"
-	"github.com/cachetune/cachetune/pkg/faults"
 	"github.com/cachetune/cachetune/pkg/retry"
-	"github.com/cachetune/cachetune/pkg/testapiserver"
+	"github.com/cachetune/cachetune/pkg/testkit/apiserver"
+	"github.com/cachetune/cachetune/pkg/testkit/faults"
 )
 
-var srv *testapiserver.Server
+var srv *apiserver.Server
 
 func TestMain(m *testing.M) {
-	os.Exit(testapiserver.Main(m, testapiserver.Options{}, &srv))
+	os.Exit(apiserver.Main(m, apiserver.Options{}, &srv))
 }
 
 // behindProxy returns a proxy in front of the real server, a namespace, and

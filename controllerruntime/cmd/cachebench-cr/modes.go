@@ -94,37 +94,7 @@ func (f flavour) startManager(ctx context.Context, env bench.Env, unstructured b
 	// client-go's scheme is built when the process starts: its heap is in the
 	// measurement's baseline, as a kubebuilder operator's scheme would be.
 	scheme := clientgoscheme.Scheme
-	opts := ctrl.Options{
-		Scheme:  scheme,
-		Metrics: metricsserver.Options{BindAddress: "0"}, // nothing to serve, and no port to collide on
-		// Unstructured objects are read from the cache too, as typed ones are.
-		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
-	}
-	if env.Namespace != "" {
-		opts.Cache.DefaultNamespaces = map[string]cache.Config{env.Namespace: {}}
-	}
-	if f.options != nil {
-		f.options(&opts.Cache)
-	}
-	var (
-		lean *leancache.Cache
-		rec  *recorder
-	)
-	if f.lean != nil {
-		list := leanstore.StreamingOff
-		if env.Streaming {
-			list = leanstore.StreamingAuto
-		}
-		lean = leancache.New(leancache.Options{
-			// One name per manager: several managers report to one registry.
-			Name:      "cachebench-" + env.Resource.Resource,
-			Leanstore: append([]leanstore.Option{leanstore.WithStreamingLists(list)}, f.lean...),
-		})
-		opts.NewCache = lean.NewCache
-	} else {
-		rec = &recorder{}
-		opts.Cache.NewInformer = rec.newInformer
-	}
+	opts, lean, rec := f.managerOptions(env, scheme)
 	mgr, err := ctrl.NewManager(env.Config, opts)
 	if err != nil {
 		return bench.Cache{}, fmt.Errorf("manager for %s: %w", env.Resource.Resource, err)
@@ -173,6 +143,39 @@ func (f flavour) startManager(ctx context.Context, env bench.Env, unstructured b
 		c.Len = rec.len
 	}
 	return c, nil
+}
+
+// managerOptions are the options of env's manager in this flavour: its cache
+// is leancache's (lean) or controller-runtime's, whose informers rec counts.
+func (f flavour) managerOptions(env bench.Env, scheme *runtime.Scheme) (opts ctrl.Options, lean *leancache.Cache, rec *recorder) {
+	opts = ctrl.Options{
+		Scheme:  scheme,
+		Metrics: metricsserver.Options{BindAddress: "0"}, // nothing to serve, and no port to collide on
+		// Unstructured objects are read from the cache too, as typed ones are.
+		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
+	}
+	if env.Namespace != "" {
+		opts.Cache.DefaultNamespaces = map[string]cache.Config{env.Namespace: {}}
+	}
+	if f.options != nil {
+		f.options(&opts.Cache)
+	}
+	if f.lean != nil {
+		list := leanstore.StreamingOff
+		if env.Streaming {
+			list = leanstore.StreamingAuto
+		}
+		lean = leancache.New(leancache.Options{
+			// One name per manager: several managers report to one registry.
+			Name:      "cachebench-" + env.Resource.Resource,
+			Leanstore: append([]leanstore.Option{leanstore.WithStreamingLists(list)}, f.lean...),
+		})
+		opts.NewCache = lean.NewCache
+	} else {
+		rec = &recorder{}
+		opts.Cache.NewInformer = rec.newInformer
+	}
+	return opts, lean, rec
 }
 
 // objectsOf returns an object and an empty list of gvk: typed from the

@@ -39,7 +39,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/cachetune/cachetune/controllerruntime/examples/appconfig-operator/internal/controller"
-	"github.com/cachetune/cachetune/pkg/testapiserver"
+	"github.com/cachetune/cachetune/pkg/testkit/apiserver"
 )
 
 func main() {
@@ -72,7 +72,7 @@ func mainErr() error {
 	var cfg *rest.Config
 	if *local {
 		log.Info("starting a local kube-apiserver (the first run builds it: about 8 minutes)")
-		srv, err := testapiserver.Start(ctx, testapiserver.Options{Progress: os.Stderr})
+		srv, err := apiserver.Start(ctx, apiserver.Options{Progress: os.Stderr})
 		if err != nil {
 			return err
 		}

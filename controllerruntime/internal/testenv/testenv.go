@@ -1,6 +1,6 @@
 // Package testenv starts controller-runtime's envtest for this module's tests
 // from binaries built locally, never downloaded: KUBEBUILDER_ASSETS when it is
-// set (make test sets it), otherwise the assets pkg/testapiserver builds into
+// set (make test sets it), otherwise the assets pkg/testkit/apiserver builds into
 // the checkout's bin/envtest (about 8 minutes the first time on 2 cores, then
 // cached).
 package testenv
@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/cachetune/cachetune/pkg/testapiserver"
+	"github.com/cachetune/cachetune/pkg/testkit/apiserver"
 )
 
 // AssetsDir returns the directory holding envtest's kube-apiserver and etcd.
@@ -21,7 +21,7 @@ func AssetsDir(ctx context.Context) (string, error) {
 	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
 		return dir, nil
 	}
-	dir, err := testapiserver.EnvtestAssets(ctx, "", os.Stderr)
+	dir, err := apiserver.EnvtestAssets(ctx, "", os.Stderr)
 	if err != nil {
 		return "", fmt.Errorf("build envtest assets: %w", err)
 	}

@@ -27,7 +27,7 @@ import (
 	"github.com/cachetune/cachetune/internal/leakcheck"
 	samplecontroller "github.com/cachetune/cachetune/internal/upstream/samplecontroller"
 	"github.com/cachetune/cachetune/pkg/leanstore"
-	"github.com/cachetune/cachetune/pkg/testapiserver"
+	"github.com/cachetune/cachetune/pkg/testkit/apiserver"
 )
 
 // The fake-clientset tests in controller_test.go never reach leanstore's own list
@@ -41,10 +41,10 @@ import (
 // sample-controller's types to client-go's global scheme on every call, which
 // races with the event recorder of a controller from an earlier run.
 
-var srv *testapiserver.Server
+var srv *apiserver.Server
 
 func TestMain(m *testing.M) {
-	os.Exit(testapiserver.Main(m, testapiserver.Options{}, &srv))
+	os.Exit(apiserver.Main(m, apiserver.Options{}, &srv))
 }
 
 //go:embed testdata/crd-status-subresource.yaml
