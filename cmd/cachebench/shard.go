@@ -154,29 +154,10 @@ func (o *shardOptions) run(ctx context.Context, args []string, stdout, stderr io
 	rep.Pods = len(truth)
 
 	for _, n := range o.shards {
-		var reps []*replicaProc
-		started := time.Now()
-		for i := range n {
-			r, err := h.start(ctx, fmt.Sprintf("static-%d-of-%d", i, n), "--static", fmt.Sprintf("%d/%d", i, n))
-			if err != nil {
-				return err
-			}
-			reps = append(reps, r)
+		sc, err := h.staticShards(ctx, n)
+		if err != nil {
+			return err
 		}
-		if err := h.partitioned(ctx, reps, n); err != nil {
-			h.stopAll(reps)
-			return fmt.Errorf("%d static shards: %w", n, err)
-		}
-		sc := shardScale{Shards: n, Seconds: time.Since(started).Seconds()}
-		for _, r := range reps {
-			st, err := r.ask("measure")
-			if err != nil {
-				h.stopAll(reps)
-				return err
-			}
-			sc.Replicas = append(sc.Replicas, st)
-		}
-		h.stopAll(reps)
 		rep.Scale = append(rep.Scale, sc)
 		fmt.Fprintf(stderr, "%d shards partitioned in %.1fs\n", n, sc.Seconds)
 	}
@@ -189,17 +170,49 @@ func (o *shardOptions) run(ctx context.Context, args []string, stdout, stderr io
 		rep.Failover = f
 	}
 	writeShardTable(stdout, rep)
-	if o.out != "" {
-		if err := os.MkdirAll(filepath.Dir(o.out), 0o755); err != nil {
-			return err
-		}
-		b, err := json.MarshalIndent(rep, "", "  ")
+	return writeShardJSON(o.out, rep)
+}
+
+// staticShards starts n static shard replicas, waits until they partition
+// the Pods, measures each and stops them.
+func (h *shardHarness) staticShards(ctx context.Context, n int) (shardScale, error) {
+	var reps []*replicaProc
+	defer func() { h.stopAll(reps) }()
+	started := time.Now()
+	for i := range n {
+		r, err := h.start(ctx, fmt.Sprintf("static-%d-of-%d", i, n), "--static", fmt.Sprintf("%d/%d", i, n))
 		if err != nil {
-			return err
+			return shardScale{}, err
 		}
-		return os.WriteFile(o.out, append(b, '\n'), 0o644)
+		reps = append(reps, r)
 	}
-	return nil
+	if err := h.partitioned(ctx, reps, n); err != nil {
+		return shardScale{}, fmt.Errorf("%d static shards: %w", n, err)
+	}
+	sc := shardScale{Shards: n, Seconds: time.Since(started).Seconds()}
+	for _, r := range reps {
+		st, err := r.ask("measure")
+		if err != nil {
+			return sc, err
+		}
+		sc.Replicas = append(sc.Replicas, st)
+	}
+	return sc, nil
+}
+
+// writeShardJSON writes the report to path, unless path is "".
+func writeShardJSON(path string, rep shardReport) error {
+	if path == "" {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 func (h *shardHarness) failover(ctx context.Context) (*shardFailover, error) {

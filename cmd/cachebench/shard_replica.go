@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/cachetune/cachetune/internal/bench"
 	"github.com/cachetune/cachetune/pkg/leanstore"
@@ -67,19 +68,18 @@ func runShardReplica(ctx context.Context, args []string, stdout, stderr io.Write
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	start := time.Now()
-	sampler := bench.StartSampler(ctx, start, 5*time.Millisecond)
-	defer sampler.Stop()
+	r := &shardReplica{identity: *identity, profiles: *profiles, start: time.Now()}
+	r.sampler = bench.StartSampler(ctx, r.start, 5*time.Millisecond)
+	defer r.sampler.Stop()
 	cfg, err := loadKubeconfig(*kubeconfig)
 	if err != nil {
 		return err
 	}
-	var wire atomic.Int64
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripper(func(r *http.Request) (*http.Response, error) {
-			resp, err := rt.RoundTrip(r)
-			if err == nil && strings.HasSuffix(r.URL.Path, "/pods") {
-				resp.Body = &countedBody{ReadCloser: resp.Body, n: &wire}
+		return roundTripper(func(req *http.Request) (*http.Response, error) {
+			resp, err := rt.RoundTrip(req)
+			if err == nil && strings.HasSuffix(req.URL.Path, "/pods") {
+				resp.Body = &countedBody{ReadCloser: resp.Body, n: &r.wire}
 			}
 			return resp, err
 		})
@@ -88,66 +88,92 @@ func runShardReplica(ctx context.Context, args []string, stdout, stderr io.Write
 	if err != nil {
 		return err
 	}
-	var m *leanstore.Membership
-	if *static != "" {
-		var i, n int
-		if _, err := fmt.Sscanf(*static, "%d/%d", &i, &n); err != nil {
-			return usageError{fmt.Errorf("--static %q: want i/n", *static)}
-		}
-		m, err = leanstore.StaticShards(i, n)
-	} else {
-		lease.Namespace, lease.Group, lease.Identity = *leaseNS, *group, *identity
-		m, err = leanstore.NewLeaseMembership(cs, lease)
-	}
+	lease.Namespace, lease.Group, lease.Identity = *leaseNS, *group, *identity
+	m, err := replicaMembership(cs, *static, lease)
 	if err != nil {
 		return err
 	}
-	factory := leanstore.NewSharedInformerFactory(cs, 0, leanstore.WithNamespace(*ns), leanstore.WithStripLastApplied(),
+	r.factory = leanstore.NewSharedInformerFactory(cs, 0, leanstore.WithNamespace(*ns), leanstore.WithStripLastApplied(),
 		leanstore.WithShard(m, leanstore.ShardByObject), leanstore.WithName(*identity))
-	inf := factory.Core().V1().Pods().Informer()
+	r.inf = r.factory.Core().V1().Pods().Informer()
 	runCtx, stop := context.WithCancel(ctx)
-	defer factory.Shutdown()
+	defer r.factory.Shutdown()
 	defer stop()
-	factory.StartWithContext(runCtx)
+	r.factory.StartWithContext(runCtx)
 
 	enc := json.NewEncoder(stdout)
-	var mark time.Duration
-	measures := 0
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
 		cmd := sc.Text()
 		if cmd == "mark" {
-			mark = time.Since(start)
+			r.mark = time.Since(r.start)
 			continue
 		}
-		st := replicaState{Identity: *identity, Synced: inf.HasSynced(), Held: len(inf.GetStore().ListKeys())}
-		if s := factory.Status(); len(s) == 1 && s[0].Shard != nil {
-			sh := s[0].Shard
-			st.Members, st.Rebalancing, st.Rebalances = sh.Members, sh.Rebalancing, sh.Rebalances
-			st.SkippedListed, st.SkippedEvents = sh.SkippedListed, sh.SkippedEvents
-		}
-		switch cmd {
-		case "keys":
-			st.Keys = inf.GetStore().ListKeys()
-		case "measure":
-			st.PeakHeap, _ = sampler.Peak(mark, time.Since(start))
-			runtime.GC()
-			st.LiveHeap = heapObjectBytes()
-			st.RSS = bench.ProcessRSS(os.Getpid())
-			st.CPUSeconds = selfCPUSeconds()
-			st.WireBytes = wire.Load()
-			if *profiles != "" {
-				measures++
-				if err := writeHeapProfile(filepath.Join(*profiles, fmt.Sprintf("%s.%d.heap.pprof", *identity, measures))); err != nil {
-					return err
-				}
-			}
+		st, err := r.answer(cmd)
+		if err != nil {
+			return err
 		}
 		if err := enc.Encode(st); err != nil {
 			return err
 		}
 	}
 	return sc.Err()
+}
+
+// replicaMembership is a static shard ("i/n") or, when static is "", a
+// membership of Leases.
+func replicaMembership(cs kubernetes.Interface, static string, lease leanstore.LeaseConfig) (*leanstore.Membership, error) {
+	if static == "" {
+		return leanstore.NewLeaseMembership(cs, lease)
+	}
+	var i, n int
+	if _, err := fmt.Sscanf(static, "%d/%d", &i, &n); err != nil {
+		return nil, usageError{fmt.Errorf("--static %q: want i/n", static)}
+	}
+	return leanstore.StaticShards(i, n)
+}
+
+// shardReplica is one replica process of 'cachebench shard'.
+type shardReplica struct {
+	identity string
+	profiles string
+	start    time.Time
+	sampler  *bench.Sampler
+	factory  *leanstore.TypedFactory
+	inf      cache.SharedIndexInformer
+	wire     atomic.Int64
+	// mark is when the window of the next measure's peak starts.
+	mark     time.Duration
+	measures int
+}
+
+// answer answers a command of the parent: the replica's state, with its
+// keys ("keys") or its heap, RSS, CPU and wire bytes ("measure").
+func (r *shardReplica) answer(cmd string) (replicaState, error) {
+	st := replicaState{Identity: r.identity, Synced: r.inf.HasSynced(), Held: len(r.inf.GetStore().ListKeys())}
+	if s := r.factory.Status(); len(s) == 1 && s[0].Shard != nil {
+		sh := s[0].Shard
+		st.Members, st.Rebalancing, st.Rebalances = sh.Members, sh.Rebalancing, sh.Rebalances
+		st.SkippedListed, st.SkippedEvents = sh.SkippedListed, sh.SkippedEvents
+	}
+	switch cmd {
+	case "keys":
+		st.Keys = r.inf.GetStore().ListKeys()
+	case "measure":
+		st.PeakHeap, _ = r.sampler.Peak(r.mark, time.Since(r.start))
+		runtime.GC()
+		st.LiveHeap = heapObjectBytes()
+		st.RSS = bench.ProcessRSS(os.Getpid())
+		st.CPUSeconds = selfCPUSeconds()
+		st.WireBytes = r.wire.Load()
+		if r.profiles != "" {
+			r.measures++
+			if err := writeHeapProfile(filepath.Join(r.profiles, fmt.Sprintf("%s.%d.heap.pprof", r.identity, r.measures))); err != nil {
+				return st, err
+			}
+		}
+	}
+	return st, nil
 }
 
 func writeHeapProfile(path string) error {

@@ -121,77 +121,18 @@ func RunShards(ctx context.Context, cfg ShardConfig, seed uint64) (ShardResult, 
 	cfg.defaults()
 	start := time.Now()
 	res := ShardResult{Seed: seed, Held: map[string]int{}, RebalanceDips: map[string]int{}}
-	admin, err := kubernetes.NewForConfig(cfg.Server)
+	h, w, err := prepareShards(ctx, cfg, seed)
 	if err != nil {
 		return res, err
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return res, err
-	}
-	run := fmt.Sprintf("sh%d-%d-%d", seed, time.Now().UnixNano()%100000, runSeq.Add(1))
-	w := newWriter(admin, run, seed)
-	if err := w.createNamespace(ctx); err != nil {
-		return res, err
-	}
-	if err := w.seed(ctx, cfg.InitialPods); err != nil {
-		return res, err
-	}
-	leaseNS := "cf-" + run + "-leases"
-	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: leaseNS}}, metav1.CreateOptions{}); err != nil {
-		return res, fmt.Errorf("create namespace %s: %w", leaseNS, err)
-	}
-	cfg.Log("seed %d: %d Pods created in %s", seed, cfg.InitialPods, time.Since(start).Round(time.Second))
-
-	h := &shardRun{cfg: cfg, admin: admin, exe: exe, selector: runLabel + "=" + run, leaseNS: leaseNS, group: run}
 	defer h.stopAll()
-	// Each replica is another flavor: the three factories, streaming lists
-	// on and off, one with a slow consumer. c joins a and b once they have
-	// split the Pods, so that the Pods c takes from them go back to them
-	// when c is killed: each was told DELETED when c took it and ADDED when
-	// it came back.
-	if err := h.start(ctx, "a", Flavor{Library: "leanstore", Kind: "typed", Streaming: "auto"}); err != nil {
+	if res.Failures, err = h.startThree(ctx, seed); err != nil || len(res.Failures) > 0 {
 		return res, err
 	}
-	if err := h.start(ctx, "b", Flavor{Library: "leanstore", Kind: "metadata", Streaming: "off"}); err != nil {
-		return res, err
-	}
-	if _, fails := h.converge(ctx, "with a and b"); len(fails) > 0 {
-		res.Failures = fails
-		return res, nil
-	}
-	if err := h.start(ctx, "c", Flavor{Library: "leanstore", Kind: "dynamic", Streaming: "auto"}); err != nil {
-		return res, err
-	}
-	if _, fails := h.converge(ctx, "after c joined"); len(fails) > 0 {
-		res.Failures = fails
-		return res, nil
-	}
-	cfg.Log("seed %d: a, b, c partition the Pods", seed)
 
 	// The writes go on through the kill and the join.
-	writeCtx, stopWrites := context.WithCancel(ctx)
-	var writes sync.WaitGroup
-	var writeErr error
-	var written atomic.Int64
-	writes.Go(func() {
-		for writeCtx.Err() == nil {
-			if err := w.write(writeCtx); err != nil {
-				if writeCtx.Err() == nil {
-					writeErr = err
-				}
-				return
-			}
-			written.Add(1)
-		}
-	})
-	endWrites := func() error {
-		stopWrites()
-		writes.Wait()
-		res.Writes = int(written.Load())
-		return writeErr
-	}
-	defer func() { _ = endWrites() }() // on an early return; a second call returns at once
+	bg := startWrites(ctx, w)
+	defer func() { _, _ = bg.stop() }() // on an early return; a second call returns at once
 	sleepCtx(ctx, 2*time.Second)
 
 	killed := time.Now()
@@ -201,7 +142,7 @@ func RunShards(ctx context.Context, cfg ShardConfig, seed uint64) (ShardResult, 
 		return res, nil
 	}
 	res.KillSeconds = time.Since(killed).Seconds()
-	cfg.Log("seed %d: a and b took c's Pods in %.1fs, during %d writes", seed, res.KillSeconds, written.Load())
+	cfg.Log("seed %d: a and b took c's Pods in %.1fs, during %d writes", seed, res.KillSeconds, bg.written.Load())
 
 	sleepCtx(ctx, time.Second)
 	joined := time.Now()
@@ -214,9 +155,9 @@ func RunShards(ctx context.Context, cfg ShardConfig, seed uint64) (ShardResult, 
 		return res, nil
 	}
 	res.JoinSeconds = time.Since(joined).Seconds()
-	cfg.Log("seed %d: d took its share in %.1fs, %d writes so far", seed, res.JoinSeconds, written.Load())
+	cfg.Log("seed %d: d took its share in %.1fs, %d writes so far", seed, res.JoinSeconds, bg.written.Load())
 	sleepCtx(ctx, time.Second)
-	if err := endWrites(); err != nil {
+	if res.Writes, err = bg.stop(); err != nil {
 		return res, err
 	}
 	if err := w.releaseAll(ctx); err != nil {
@@ -236,6 +177,94 @@ func RunShards(ctx context.Context, cfg ShardConfig, seed uint64) (ShardResult, 
 	res.Failures = append(res.Failures, movedNotOlder(nil, joined, []*replicaProc{d}, before)...)
 	res.Duration = time.Since(start)
 	return res, nil
+}
+
+// prepareShards creates the run's namespaces, seeds its Pods and returns the
+// run, with no replica started yet, and its writer.
+func prepareShards(ctx context.Context, cfg ShardConfig, seed uint64) (*shardRun, *writer, error) {
+	start := time.Now()
+	admin, err := kubernetes.NewForConfig(cfg.Server)
+	if err != nil {
+		return nil, nil, err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, nil, err
+	}
+	run := fmt.Sprintf("sh%d-%d-%d", seed, time.Now().UnixNano()%100000, runSeq.Add(1))
+	w := newWriter(admin, run, seed)
+	if err := w.createNamespace(ctx); err != nil {
+		return nil, nil, err
+	}
+	if err := w.seed(ctx, cfg.InitialPods); err != nil {
+		return nil, nil, err
+	}
+	leaseNS := "cf-" + run + "-leases"
+	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: leaseNS}}, metav1.CreateOptions{}); err != nil {
+		return nil, nil, fmt.Errorf("create namespace %s: %w", leaseNS, err)
+	}
+	cfg.Log("seed %d: %d Pods created in %s", seed, cfg.InitialPods, time.Since(start).Round(time.Second))
+	return &shardRun{cfg: cfg, admin: admin, exe: exe, selector: runLabel + "=" + run, leaseNS: leaseNS, group: run}, w, nil
+}
+
+// startThree starts replicas a and b, then c once they have split the Pods,
+// and returns what is wrong when they do not converge, or why one could not
+// start. Each replica is
+// another flavor: the three factories, streaming lists on and off (d, later,
+// has a slow consumer). c joining a and b means that the Pods c takes from
+// them go back to them when c is killed: each was told DELETED when c took
+// it and ADDED when it came back.
+func (h *shardRun) startThree(ctx context.Context, seed uint64) ([]string, error) {
+	if err := h.start(ctx, "a", Flavor{Library: "leanstore", Kind: "typed", Streaming: "auto"}); err != nil {
+		return nil, err
+	}
+	if err := h.start(ctx, "b", Flavor{Library: "leanstore", Kind: "metadata", Streaming: "off"}); err != nil {
+		return nil, err
+	}
+	if _, fails := h.converge(ctx, "with a and b"); len(fails) > 0 {
+		return fails, nil
+	}
+	if err := h.start(ctx, "c", Flavor{Library: "leanstore", Kind: "dynamic", Streaming: "auto"}); err != nil {
+		return nil, err
+	}
+	if _, fails := h.converge(ctx, "after c joined"); len(fails) > 0 {
+		return fails, nil
+	}
+	h.cfg.Log("seed %d: a, b, c partition the Pods", seed)
+	return nil, nil
+}
+
+// backgroundWrites runs a writer until stopped.
+type backgroundWrites struct {
+	cancel  context.CancelFunc
+	done    sync.WaitGroup
+	written atomic.Int64
+	err     error
+}
+
+func startWrites(ctx context.Context, w *writer) *backgroundWrites {
+	ctx, cancel := context.WithCancel(ctx)
+	bg := &backgroundWrites{cancel: cancel}
+	bg.done.Go(func() {
+		for ctx.Err() == nil {
+			if err := w.write(ctx); err != nil {
+				if ctx.Err() == nil {
+					bg.err = err
+				}
+				return
+			}
+			bg.written.Add(1)
+		}
+	})
+	return bg
+}
+
+// stop ends the writes and returns how many were made and the error that
+// ended them early, if any.
+func (bg *backgroundWrites) stop() (int, error) {
+	bg.cancel()
+	bg.done.Wait()
+	return int(bg.written.Load()), bg.err
 }
 
 // seed creates n Pods in the run's first namespace, several at a time.

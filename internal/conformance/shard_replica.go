@@ -97,29 +97,8 @@ func ServeShardReplica(ctx context.Context, spec string, in io.Reader, out io.Wr
 	if err != nil {
 		return err
 	}
-	var mu sync.Mutex
-	enc := json.NewEncoder(out)
-	var encErr error
-	emit := func(l replicaLine) {
-		mu.Lock()
-		defer mu.Unlock()
-		if encErr == nil {
-			encErr = enc.Encode(l)
-		}
-	}
-	told := func(what string, obj any) {
-		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = t.Obj
-		}
-		if m, err := metaOf(obj); err == nil {
-			emit(replicaLine{Event: what, Key: key(m.GetNamespace(), m.GetName()), RV: m.GetResourceVersion()})
-		}
-	}
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { told("add", obj) },
-		UpdateFunc: func(_, obj any) { told("update", obj) },
-		DeleteFunc: func(obj any) { told("delete", obj) },
-	}); err != nil {
+	lines := &lineWriter{enc: json.NewEncoder(out)}
+	if _, err := inf.AddEventHandler(lines.handler()); err != nil {
 		return err
 	}
 
@@ -147,26 +126,69 @@ func ServeShardReplica(ctx context.Context, spec string, in io.Reader, out io.Wr
 
 	sc := bufio.NewScanner(in)
 	for sc.Scan() {
-		st := &replicaState{Synced: inf.HasSynced(), Held: len(inf.GetStore().ListKeys())}
-		if s := status(); len(s) == 1 && s[0].Shard != nil {
-			sh := s[0].Shard
-			st.Members, st.Generation, st.Rebalancing, st.Rebalances, st.Error = sh.Members, sh.Generation, sh.Rebalancing, sh.Rebalances, sh.Error
-		}
-		switch cmd := sc.Text(); cmd {
-		case "status":
-		case "state":
-			st.Store, st.LastSync = storeState(inf), rv.result()
-			st.RebalanceDips = rv.excusedDips()
-		default:
-			st.Error = fmt.Sprintf("unknown command %q", cmd)
-		}
-		emit(replicaLine{State: st})
-		mu.Lock()
-		err := encErr
-		mu.Unlock()
-		if err != nil {
+		lines.emit(replicaLine{State: replicaStateOf(sc.Text(), inf, status, rv)})
+		if err := lines.err(); err != nil {
 			return fmt.Errorf("shard replica %s: write: %w", sp.Identity, err)
 		}
 	}
 	return sc.Err()
+}
+
+// replicaStateOf answers a command of the test ("status", or "state" with
+// the store and the resourceVersions seen).
+func replicaStateOf(cmd string, inf cache.SharedIndexInformer, status func() []leanstore.Status, rv *rvMonitor) *replicaState {
+	st := &replicaState{Synced: inf.HasSynced(), Held: len(inf.GetStore().ListKeys())}
+	if s := status(); len(s) == 1 && s[0].Shard != nil {
+		sh := s[0].Shard
+		st.Members, st.Generation, st.Rebalancing, st.Rebalances, st.Error = sh.Members, sh.Generation, sh.Rebalancing, sh.Rebalances, sh.Error
+	}
+	switch cmd {
+	case "status":
+	case "state":
+		st.Store, st.LastSync = storeState(inf), rv.result()
+		st.RebalanceDips = rv.excusedDips()
+	default:
+		st.Error = fmt.Sprintf("unknown command %q", cmd)
+	}
+	return st
+}
+
+// lineWriter writes a replica's lines (its handlers' events and its answers)
+// to the test, one JSON object a line, from any goroutine; the first write
+// error stops it.
+type lineWriter struct {
+	mu     sync.Mutex
+	enc    *json.Encoder
+	encErr error
+}
+
+func (l *lineWriter) emit(line replicaLine) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.encErr == nil {
+		l.encErr = l.enc.Encode(line)
+	}
+}
+
+func (l *lineWriter) err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.encErr
+}
+
+// handler reports every add, update and delete as a line.
+func (l *lineWriter) handler() cache.ResourceEventHandler {
+	told := func(what string, obj any) {
+		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = t.Obj
+		}
+		if m, err := metaOf(obj); err == nil {
+			l.emit(replicaLine{Event: what, Key: key(m.GetNamespace(), m.GetName()), RV: m.GetResourceVersion()})
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { told("add", obj) },
+		UpdateFunc: func(_, obj any) { told("update", obj) },
+		DeleteFunc: func(obj any) { told("delete", obj) },
+	}
 }
