@@ -58,7 +58,7 @@ BENCH_SCALE_SIZES  ?= 1000,10000,30000,100000
 BENCH_SCALE_SERVER ?= --watch-cache=false
 
 bench-scale: apiserver ## scale curves: BENCH_SCALE_MODES at 1,000 to 100,000 Pods, the dataset grown from one size to the next (about an hour; report in out/scale/)
-	GOGC=100 $(GO) run ./cmd/cachebench run --sizes $(BENCH_SCALE_SIZES) --modes '$(BENCH_SCALE_MODES)' --server-args '$(BENCH_SCALE_SERVER)' --out out/scale
+	GOGC=100 $(GO) run ./cmd/cachebench run --sizes $(BENCH_SCALE_SIZES) --modes '$(BENCH_SCALE_MODES)' --apiserver-args '$(BENCH_SCALE_SERVER)' --out out/scale
 
 # The modes of bench-cr: controller-runtime's Manager cache in each of its
 # configurations, beside the client-go and leanstore modes it compares with.

@@ -106,7 +106,7 @@ controller-runtime's client deep-copies each unless UnsafeDisableDeepCopy.`, std
 	idle := fs.Duration("idle", o.Plan.Idle.D(), "idle window after the sync, for latencies at rest")
 	fs.StringVar(&o.GOGC, "gogc", "", "GOGC for the children (default: inherited)")
 	fs.StringVar(&o.GOMEMLIMIT, "gomemlimit", "", "GOMEMLIMIT for the children, e.g. 512MiB (default: inherited)")
-	fs.Func("server-args", "extra kube-apiserver flags for the local server, space-separated, e.g. '--watch-cache=false' (recorded in the report)", func(v string) error {
+	fs.Func("apiserver-args", "extra kube-apiserver flags for the local server, space separated (as for cachebench apiserver), e.g. '--watch-cache=false' (recorded in the report)", func(v string) error {
 		o.ServerArgs = strings.Fields(v)
 		return nil
 	})
@@ -258,7 +258,7 @@ func (o *runOptions) checkTarget(set map[string]bool) error {
 		return errors.New("--keep-server applies to the local server, not with --kubeconfig")
 	}
 	if len(o.ServerArgs) > 0 {
-		return errors.New("--server-args applies to the local server, not with --kubeconfig")
+		return errors.New("--apiserver-args applies to the local server, not with --kubeconfig")
 	}
 	if o.Spec.Nodes > 0 {
 		return errors.New("--nodes writes Node objects, which a real cluster's scheduler and node controller would act on: the local server only")

@@ -55,6 +55,7 @@ func TestRunFlagErrors(t *testing.T) {
 		{[]string{"run", "--seed"}, "--seed needs --kubeconfig"},
 		{[]string{"run", "--kubeconfig", "k", "--pods", "5"}, "--pods seeds objects"},
 		{[]string{"run", "--kubeconfig", "k", "--keep-server"}, "--keep-server applies to the local server"},
+		{[]string{"run", "--kubeconfig", "k", "--apiserver-args", "--watch-cache=false"}, "--apiserver-args applies to the local server"},
 		{[]string{"run", "--pods", "0"}, "nothing to measure"},
 		{[]string{"run", "extra"}, `unexpected argument "extra"`},
 		{[]string{"run", "--churn", "0,2"}, "--churn takes fractions between 0 and 1"},
@@ -124,6 +125,9 @@ func TestRunFlagsValid(t *testing.T) {
 	}
 	if o := parse("--sizes", "30000,1000,10000,1000"); !slices.Equal(o.Sizes, []int{1000, 10000, 30000}) || o.Spec.Pods != 1000 {
 		t.Errorf("--sizes: %v, first %d pods", o.Sizes, o.Spec.Pods)
+	}
+	if o := parse("--apiserver-args", "--watch-cache=false  --v=2"); !slices.Equal(o.ServerArgs, []string{"--watch-cache=false", "--v=2"}) {
+		t.Errorf("--apiserver-args: %q", o.ServerArgs)
 	}
 	if o := parse("--pod-shape", "unique"); o.Spec.PodShape != dataset.PodsUnique {
 		t.Errorf("--pod-shape unique: %q", o.Spec.PodShape)

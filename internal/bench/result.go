@@ -39,7 +39,7 @@ type Environment struct {
 	// GOGC and GOMEMLIMIT are what the children ran with ("" = Go's default).
 	GOGC       string `json:"gogc,omitempty"`
 	GOMEMLIMIT string `json:"gomemlimit,omitempty"`
-	// ServerArgs are the extra flags the local server ran with (--server-args).
+	// ServerArgs are the extra flags the local server ran with (--apiserver-args).
 	ServerArgs string `json:"serverArgs,omitempty"`
 }
 
