@@ -7,11 +7,14 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/cachetune/cachetune/internal/bench"
 	"github.com/cachetune/cachetune/internal/cluster"
+	"github.com/cachetune/cachetune/pkg/testkit/apiserver"
 )
 
 // userCommands are the commands of `cachebench help`.
@@ -169,5 +172,55 @@ func TestRedactSecretFlags(t *testing.T) {
 	got := strings.Join(c.redact([]string{"--token=s3cret", "--pods", "5", "--password", "pw", "--context", "kind"}), " ")
 	if want := "--token=REDACTED --pods 5 --password REDACTED --context kind"; got != want {
 		t.Errorf("redact: %q, want %q", got, want)
+	}
+}
+
+// TestReportAndAPIServerOutput checks -o json and --out-dir of the commands
+// that need no cluster: report re-emits the run's JSON and writes the HTML
+// report into --out-dir (and still into the deprecated --html), apiserver
+// --build-only prints the binary as JSON.
+func TestReportAndAPIServerOutput(t *testing.T) {
+	dir := t.TempDir()
+	saved := filepath.Join(dir, "run.json")
+	r := bench.Report{Schema: bench.ReportSchema, Started: time.Now().UTC().Truncate(time.Second),
+		Results: []bench.Result{{Mode: "client-go/typed/stream", Title: "client-go typed", Resource: "pods", Objects: 10, LiveHeap: 1 << 20, BytesPerObject: 100_000}}}
+	f, err := os.Create(saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bench.WriteJSON(f, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	out := filepath.Join(dir, "out")
+	code, stdout, stderr := cachebench(t, "report", saved, "-o", "json", "--out-dir", out)
+	if code != 0 {
+		t.Fatalf("report -o json: exit %d: %s", code, stderr)
+	}
+	got, err := bench.ReadJSON(strings.NewReader(stdout))
+	if err != nil || len(got.Results) != 1 || got.Results[0].Mode != r.Results[0].Mode {
+		t.Errorf("report -o json: %v, %+v", err, got.Results)
+	}
+	if _, err := os.Stat(filepath.Join(out, "cachebench.html")); err != nil {
+		t.Errorf("report --out-dir: %v", err)
+	}
+	old := filepath.Join(dir, "old.html")
+	code, stdout, stderr = cachebench(t, "report", "--html", old, saved)
+	if _, err := os.Stat(old); code != 0 || err != nil || !strings.Contains(stderr, "Flag --html has been deprecated, use --out-dir") || !strings.Contains(stdout, "client-go/typed/stream") {
+		t.Errorf("report --html: exit %d, %v, stderr %q, table %q", code, err, stderr, stdout)
+	}
+
+	prebuilt := filepath.Join(dir, "cachetune-kube-apiserver")
+	if err := os.WriteFile(prebuilt, nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(apiserver.EnvBinary, prebuilt)
+	code, stdout, stderr = cachebench(t, "apiserver", "--build-only", "-o", "json")
+	var built map[string]string
+	if err := json.Unmarshal([]byte(stdout), &built); code != 0 || err != nil || built["binary"] != prebuilt {
+		t.Errorf("apiserver --build-only -o json: exit %d, %v, stdout %q, stderr %q", code, err, stdout, stderr)
 	}
 }
