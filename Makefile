@@ -58,14 +58,14 @@ BENCH_SCALE_SIZES  ?= 1000,10000,30000,100000
 BENCH_SCALE_SERVER ?= --watch-cache=false
 
 bench-scale: apiserver ## scale curves: BENCH_SCALE_MODES at 1,000 to 100,000 Pods, the dataset grown from one size to the next (about an hour; report in out/scale/)
-	GOGC=100 $(GO) run ./cmd/cachebench run --sizes $(BENCH_SCALE_SIZES) --modes '$(BENCH_SCALE_MODES)' --apiserver-args '$(BENCH_SCALE_SERVER)' --out out/scale
+	GOGC=100 $(GO) run ./cmd/cachebench run --sizes $(BENCH_SCALE_SIZES) --modes '$(BENCH_SCALE_MODES)' --apiserver-args '$(BENCH_SCALE_SERVER)' --out-dir out/scale
 
 # The modes of bench-cr: controller-runtime's Manager cache in each of its
 # configurations, beside the client-go and leanstore modes it compares with.
 BENCH_CR_MODES ?= client-go/typed/stream,client-go/typed-strip-mf/stream,client-go/typed-strip-mf-la/stream,leanstore/typed-strip-mf-la/stream,leanstore/typed-lean/stream,controller-runtime/*
 
 bench-cr: apiserver ## the controller-runtime modes beside client-go and leanstore on the standard dataset (builds bin/cachebench-cr; about 10 minutes; report in out/cr/)
-	$(GO) run ./cmd/cachebench run --modes '$(BENCH_CR_MODES)' --out out/cr
+	$(GO) run ./cmd/cachebench run --modes '$(BENCH_CR_MODES)' --out-dir out/cr
 
 listcost: apiserver ## what an initial list of 10,000 Pods costs the server: resourceVersion=0, consistent paged and streaming, watch cache on and off (about 10 minutes; bench/results/initial-list-cost.txt)
 	@mkdir -p out

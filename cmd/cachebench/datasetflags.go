@@ -1,15 +1,13 @@
 package main
 
 import (
-	"flag"
-
 	"github.com/cachetune/cachetune/pkg/testkit/dataset"
 )
 
 // datasetFlags registers on fs the dataset flags that run and seed share.
 // Their defaults are dataset.Standard's with the generator's own filled in
 // (dataset.Spec.WithDefaults), so the help and the generator cannot disagree.
-func datasetFlags(fs *flag.FlagSet, s *dataset.Spec) {
+func datasetFlags(fs *flagSet, s *dataset.Spec) {
 	d := dataset.Standard("").WithDefaults()
 	fs.IntVar(&s.Pods, "pods", d.Pods, "number of Pods to seed")
 	fs.IntVar(&s.PodEnv, "pod-env", d.PodEnv, "env vars in a Pod's main container: sets the Pod size (4 is about 20 KB of JSON)")

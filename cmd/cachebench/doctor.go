@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -12,41 +11,50 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/rest"
 
-	"github.com/cachetune/cachetune/internal/cluster"
 	"github.com/cachetune/cachetune/internal/doctor"
 	"github.com/cachetune/cachetune/pkg/testkit/apiserver"
 	"github.com/cachetune/cachetune/pkg/testkit/dataset"
 )
 
-// localDoctorSpec is the small dataset `cachebench doctor --local` seeds.
-var localDoctorSpec = dataset.Spec{Name: "doctor", Namespace: "cachetune-doctor", Pods: 300, ConfigMaps: 30, Secrets: 5, Widgets: 30}
+// localDoctorSpec is the small dataset `cachebench doctor --local` seeds, in
+// the namespace -n (cluster.DefaultNamespace unless given).
+var localDoctorSpec = dataset.Spec{Name: "doctor", Pods: 300, ConfigMaps: 30, Secrets: 5, Widgets: 30}
 
 func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	f, err := parseDoctorFlags(args, stderr)
+	f, err := parseDoctorFlags(args, stdout, stderr)
 	if err != nil {
 		return err
 	}
 	var cfg *rest.Config
 	opts := f.opts
 	if f.local {
-		c, stop, err := startLocalDoctor(ctx, stderr)
+		ns := f.cluster.localNamespace()
+		c, stop, err := startLocalDoctor(ctx, ns, stderr)
 		if err != nil {
 			return err
 		}
 		defer stop()
 		cfg = c
-		if !f.set["namespace"] {
-			opts = append(opts, doctor.WithNamespace(localDoctorSpec.Namespace))
-		}
+		opts = append(opts, doctor.WithNamespace(ns))
 		if !f.set["resources"] {
 			opts = append(opts, doctor.WithResources("pods", "configmaps", "secrets", "widgets"))
 		}
 	} else {
-		c, err := cluster.Load(f.kubeconfig, f.kubeContext)
+		ns, err := f.cluster.namespace()
 		if err != nil {
 			return err
 		}
-		cfg = c
+		t, err := f.cluster.target()
+		if err != nil {
+			return err
+		}
+		// Reachable and the credentials accepted; what the user may read is
+		// the doctor's own finding, resource by resource.
+		if err := t.Check(ctx); err != nil {
+			return err
+		}
+		cfg = t.Config
+		opts = append(opts, doctor.WithNamespace(ns))
 	}
 	report, err := doctor.Run(ctx, cfg, opts...)
 	if errors.Is(err, doctor.ErrOption) {
@@ -60,10 +68,10 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 // doctorFlags are the parsed flags of `cachebench doctor`.
 type doctorFlags struct {
-	kubeconfig, kubeContext string
-	local                   bool
-	output                  string
-	write                   func(io.Writer, *doctor.Report) error
+	cluster *clusterFlags
+	local   bool
+	output  string
+	write   func(io.Writer, *doctor.Report) error
 	// budget is --memory-budget in bytes, 0 when not given.
 	budget    int64
 	maxShards int
@@ -72,7 +80,7 @@ type doctorFlags struct {
 	set map[string]bool
 }
 
-func parseDoctorFlags(args []string, stderr io.Writer) (doctorFlags, error) {
+func parseDoctorFlags(args []string, stdout, stderr io.Writer) (doctorFlags, error) {
 	var f doctorFlags
 	fs := newFlagSet("doctor", `Examines a cluster resource by resource, read-only: whether the identity may list
 and watch it, object counts and sizes (JSON, protobuf, managedFields,
@@ -81,27 +89,28 @@ last-applied), the largest objects, the cache heap each informer mode would take
 with --watch reconcile loops and ping-pong. Ends with recommendations that name
 the troubleshooting guide's symptom and the leanstore option that fixes it.
 
-Uses --kubeconfig, else $KUBECONFIG or ~/.kube/config. With --local it starts
-the local kube-apiserver and seeds a small dataset to examine instead.
-Progress goes to stderr, the report to stdout.`, stderr)
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (default: $KUBECONFIG or ~/.kube/config)")
-	fs.StringVar(&f.kubeContext, "context", "", "kubeconfig context (default: the current one)")
+The cluster is found as kubectl finds it (--kubeconfig, else $KUBECONFIG, else
+~/.kube/config; --context); namespaced resources are read in the namespace -n,
+else the context's, else cachebench, or in every namespace with -A. It first
+checks that the cluster answers and accepts the credentials. With --local it
+starts the local kube-apiserver and seeds a small dataset to examine instead.
+Progress goes to stderr, the report to stdout.`, stdout, stderr)
+	f.cluster = fs.withCluster(true)
+	out := fs.withOutput("table", "json", "markdown")
 	resources := fs.String("resources", strings.Join(doctor.DefaultResources, ","), "resources to examine, comma-separated (pods, deployments.apps, widgets, ...), or all")
-	namespace := fs.String("namespace", "", "namespace of namespaced resources (default: all namespaces)")
 	sample := fs.Int("sample", 200, "objects per resource decoded to project cache sizes")
 	pageSize := fs.Int64("page-size", 500, "objects per page of each LIST")
 	watch := fs.Duration("watch", 0, "watch each resource this long for reconcile loops and ping-pong, e.g. 30s (default: no watch)")
 	stuckAfter := fs.Duration("stuck-after", 10*time.Minute, "report objects Terminating for longer than this")
-	fs.StringVar(&f.output, "output", "table", "report format: table, json or markdown")
 	fs.BoolVar(&f.local, "local", false, fmt.Sprintf("start the local kube-apiserver and seed %d Pods, %d ConfigMaps, %d Secrets and %d Widgets to examine",
 		localDoctorSpec.Pods, localDoctorSpec.ConfigMaps, localDoctorSpec.Secrets, localDoctorSpec.Widgets))
 	budgetFlag := fs.String("memory-budget", "", "memory for the cache per replica, e.g. 512Mi or 2Gi: adds the cache per replica for 1 to --max-shards shards (leanstore.WithShard) and the smallest count whose peak fits")
 	fs.IntVar(&f.maxShards, "max-shards", 8, "largest shard count to project with --memory-budget")
-	if err := parseFlags(fs, args); err != nil {
+	if err := fs.parse(args); err != nil {
 		return f, err
 	}
-	f.set = map[string]bool{}
-	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
+	f.output = out.value
+	f.set = fs.set
 	if *budgetFlag != "" {
 		q, err := resource.ParseQuantity(*budgetFlag)
 		if err != nil || q.Sign() <= 0 {
@@ -112,18 +121,17 @@ Progress goes to stderr, the report to stdout.`, stderr)
 	if f.maxShards < 1 {
 		return f, usageError{fmt.Errorf("--max-shards must be at least 1, got %d", f.maxShards)}
 	}
-	var ok bool
-	f.write, ok = map[string]func(io.Writer, *doctor.Report) error{
+	f.write = map[string]func(io.Writer, *doctor.Report) error{
 		"table": doctor.WriteTable, "json": doctor.WriteJSON, "markdown": doctor.WriteMarkdown,
 	}[f.output]
-	if !ok {
-		return f, usageError{fmt.Errorf("--output must be table, json or markdown, got %q", f.output)}
+	if f.local && f.cluster.selected() {
+		return f, usageError{errors.New("--local examines the local server: leave out --kubeconfig, --context and the other cluster flags")}
 	}
-	if f.local && (f.kubeconfig != "" || f.kubeContext != "") {
-		return f, usageError{errors.New("--local examines the local server: leave out --kubeconfig and --context")}
+	if f.local && f.cluster.all {
+		return f, usageError{errors.New("--local examines the one namespace it seeds: leave out --all-namespaces")}
 	}
 	f.opts = []doctor.Option{
-		doctor.WithResources(strings.Split(*resources, ",")...), doctor.WithNamespace(*namespace),
+		doctor.WithResources(strings.Split(*resources, ",")...),
 		doctor.WithSample(*sample), doctor.WithPageSize(*pageSize), doctor.WithWatch(*watch),
 		doctor.WithStuckAfter(*stuckAfter), doctor.WithProgress(stderr),
 	}
@@ -153,14 +161,16 @@ func (f doctorFlags) writeReport(stdout io.Writer, report *doctor.Report) error 
 	return doctor.WriteShardPlan(stdout, plan)
 }
 
-// startLocalDoctor starts the local server and seeds the doctor's dataset.
-func startLocalDoctor(ctx context.Context, stderr io.Writer) (*rest.Config, func(), error) {
+// startLocalDoctor starts the local server and seeds the doctor's dataset
+// into namespace ns.
+func startLocalDoctor(ctx context.Context, ns string, stderr io.Writer) (*rest.Config, func(), error) {
 	srv, err := apiserver.Start(ctx, apiserver.Options{Progress: stderr})
 	if err != nil {
 		return nil, nil, err
 	}
 	stop := func() { _ = srv.Stop() }
 	spec := localDoctorSpec
+	spec.Namespace = ns
 	spec.Progress = dataset.ProgressPrinter(stderr)
 	fmt.Fprintf(stderr, "seeding namespace %s: %d pods, %d configmaps, %d secrets, %d widgets\n",
 		spec.Namespace, spec.Pods, spec.ConfigMaps, spec.Secrets, spec.Widgets)

@@ -24,7 +24,9 @@ func TestDoctorFlagErrors(t *testing.T) {
 		{[]string{"doctor", "--watch", "-1s"}, "the watch duration must not be negative"},
 		{[]string{"doctor", "--resources", "pods,,secrets"}, "an empty resource name"},
 		{[]string{"doctor", "--local", "--kubeconfig", "k"}, "--local examines the local server"},
-		{[]string{"doctor", "--watch", "soon"}, `invalid value "soon" for flag -watch`},
+		{[]string{"doctor", "--watch", "soon"}, `invalid argument "soon" for "--watch" flag`},
+		{[]string{"doctor", "--local", "-A"}, "--local examines the one namespace it seeds"},
+		{[]string{"doctor", "-n", "a", "-A"}, "--namespace and --all-namespaces exclude each other"},
 		{[]string{"doctor", "extra"}, `unexpected argument "extra"`},
 	} {
 		code, stdout, stderr := cachebench(t, tc.args...)

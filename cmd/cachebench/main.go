@@ -6,12 +6,13 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/spf13/pflag"
 )
 
 // command is one subcommand of cachebench.
@@ -29,6 +30,8 @@ func commands() []command {
 		{"doctor", "examine a cluster: access, object sizes, projected cache heap per mode, detectors, fixes", runDoctor},
 		{"report", "print the table of a saved run (JSON) and write its HTML report", runReport},
 		{"shard", "measure sharded caches (WithShard) over replica processes: memory per shard count, failover, join", runShard},
+		{"version", "print cachebench's version, and the Go and Kubernetes client versions it was built with", runVersion},
+		{"options", "list kubectl's cluster flags, which every command that works on a cluster takes", runClusterOptions},
 		{"child", "", runChild},                // hidden: one mode of `run`, in its own process
 		{"shard-replica", "", runShardReplica}, // hidden: one replica of `shard`, in its own process
 	}
@@ -45,35 +48,44 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 		usage(stdout)
 		return 0
 	}
+	name, rest := args[0], args[1:]
+	if name == "help" {
+		// `cachebench help CMD` is `cachebench CMD --help`.
+		if len(rest) == 0 {
+			usage(stdout)
+			return 0
+		}
+		name, rest = rest[0], []string{"--help"}
+	}
 	for _, c := range commands() {
-		if c.name != args[0] {
+		if c.name != name {
 			continue
 		}
-		err := c.run(ctx, args[1:], stdout, stderr)
+		err := c.run(ctx, rest, stdout, stderr)
 		switch {
 		case err == nil:
 			return 0
-		case errors.Is(err, flag.ErrHelp):
+		case errors.Is(err, pflag.ErrHelp):
 			return 0
 		case errors.As(err, new(usageError)):
-			fmt.Fprintf(stderr, "cachebench %s: %v\nRun 'cachebench %s --help' for usage.\n", c.name, err, c.name)
+			fmt.Fprintf(stderr, "cachebench %s: %v\nRun 'cachebench help %s' for usage.\n", c.name, err, c.name)
 			return 2
 		default:
 			fmt.Fprintf(stderr, "cachebench %s: %v\n", c.name, err)
 			return 1
 		}
 	}
-	fmt.Fprintf(stderr, "cachebench: unknown command %q\nRun 'cachebench help' for the commands.\n", args[0])
+	fmt.Fprintf(stderr, "cachebench: unknown command %q\nRun 'cachebench help' for the commands.\n", name)
 	return 2
 }
 
 func usage(w io.Writer) {
 	fmt.Fprint(w, `cachebench measures what Kubernetes informer caches cost, mode by mode, on a
-real kube-apiserver: heap per object, re-list spikes and Go scheduler latency.
+real kube-apiserver: heap per object, re-list peaks and Go scheduler latency.
 
 Usage:
   cachebench <command> [flags]
@@ -87,31 +99,17 @@ Commands:
 		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
 	fmt.Fprint(w, `
-Run 'cachebench <command> --help' for a command's flags.
+Flags follow kubectl's conventions: --kubeconfig, --context, -n/--namespace,
+$KUBECONFIG, -o/--output, and --out-dir for the files a command writes.
+Run 'cachebench help <command>' for a command's flags.
 `)
 }
 
-// newFlagSet returns a flag set whose errors are returned, not printed and exited.
-func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("cachebench "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: cachebench %s [flags]\n\n%s\n\nFlags:\n", name, synopsis)
-		fs.PrintDefaults()
+func runClusterOptions(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("options", "Lists kubectl's cluster flags.", stdout, stderr)
+	if err := fs.parse(args); err != nil {
+		return err
 	}
-	return fs
-}
-
-// parseFlags parses args and turns flag errors into usage errors.
-func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{err}
-	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
-	}
+	printClusterOptions(stdout)
 	return nil
 }

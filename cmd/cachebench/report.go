@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -13,50 +12,73 @@ import (
 	"github.com/cachetune/cachetune/internal/bench/report"
 )
 
-// runReport re-renders a saved run: the table on stdout, and HTML on request.
-// It is how a committed reference result is read, and compared by eye.
+// runReport re-renders a saved run: the table (or JSON) on stdout, and HTML
+// on request. It is how a committed reference result is read, and compared by
+// eye.
 func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("report", `Reads the JSON of a 'cachebench run' (--json, or cachebench.json in its --out
-directory), given as the one argument, prints its table and summary, and writes
-its HTML report with --html.`, stderr)
+	fs := newFlagSet("report", `Reads the JSON of a 'cachebench run' (cachebench.json in its --out-dir, or
+its -o json), given as the one argument, prints its table and summary, and
+with --out-dir writes its HTML report there (cachebench.html).`, stdout, stderr)
+	fs.args = "FILE"
+	out := fs.withOutput("table", "json")
+	outDir := fs.String("out-dir", "", "write the HTML report (cachebench.html) into this directory")
 	htmlPath := fs.String("html", "", "write the HTML report to this file")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{err}
+	fs.deprecated("html", "--out-dir (cachebench.html in it)")
+	if err := fs.parse(args); err != nil {
+		return err
 	}
-	if fs.NArg() != 1 {
+	if len(fs.positional) != 1 {
 		return usageError{errors.New("give exactly one JSON file of a run")}
 	}
-	f, err := os.Open(fs.Arg(0))
+	path := fs.positional[0]
+	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
 	r, err := bench.ReadJSON(f)
 	if err != nil {
-		return fmt.Errorf("%s: %w", fs.Arg(0), err)
+		return fmt.Errorf("%s: %w", path, err)
 	}
-	if err := report.WriteTable(stdout, r); err != nil {
+	write := report.WriteTable
+	if out.value == "json" {
+		write = bench.WriteJSON
+	}
+	if err := write(stdout, r); err != nil {
 		return err
 	}
-	if *htmlPath == "" {
-		return nil
+	if *outDir != "" {
+		if err := os.MkdirAll(*outDir, 0o755); err != nil {
+			return err
+		}
+		if err := writeHTMLFile(filepath.Join(*outDir, "cachebench.html"), r, stderr); err != nil {
+			return err
+		}
 	}
-	out, err := os.Create(*htmlPath)
+	if *htmlPath != "" {
+		return writeHTMLFile(*htmlPath, r, stderr)
+	}
+	return nil
+}
+
+func writeHTMLFile(path string, r bench.Report, stderr io.Writer) error {
+	out, err := os.Create(path)
 	if err != nil {
 		return err
 	}
 	if err := report.WriteHTML(out, r); err != nil {
 		out.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := out.Close(); err != nil {
 		return err
 	}
-	return out.Close()
+	fmt.Fprintf(stderr, "wrote %s\n", path)
+	return nil
 }
 
-// writeReports saves the report as JSON and HTML in --out, and in --json and
-// --html when given ("-" is stdout).
+// writeReports saves the report as JSON and HTML in --out-dir, and in the
+// deprecated --json and --html when given ("-" is stdout).
 func (o *runOptions) writeReports(r bench.Report, stdout, stderr io.Writer) error {
 	write := func(path string, f func(io.Writer, bench.Report) error) error {
 		if path == "-" {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -21,16 +20,22 @@ import (
 	"github.com/cachetune/cachetune/pkg/testkit/dataset"
 )
 
-// runOptions are the parsed flags of `cachebench run`: the run itself, and
-// where its report goes beside OutDir.
+// runOptions are the parsed flags of `cachebench run`: the run itself, the
+// cluster it measures, and where its report goes.
 type runOptions struct {
 	bench.RunOptions
+	cluster *clusterFlags
+	// onCluster is set when a cluster flag names a cluster: the run measures
+	// it instead of the local server.
+	onCluster bool
+	output    string
+	// jsonPath and htmlPath are the deprecated --json and --html.
 	jsonPath string
 	htmlPath string
 }
 
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	o, listModes, err := parseRunFlags(args, stderr)
+	o, listModes, err := parseRunFlags(args, stdout, stderr)
 	if err != nil {
 		return err
 	}
@@ -40,23 +45,54 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	return o.run(ctx, stdout, stderr)
 }
 
-// run measures, then writes the table (on stdout, or stderr when the JSON
-// goes to stdout) and the report files while the cluster is still up.
+// run connects to the cluster (or leaves the local server to bench.Run),
+// measures, then writes the table (on stdout, or stderr when the JSON goes to
+// stdout) and the report files while the cluster is still up.
 func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
+	if err := o.connect(stderr); err != nil {
+		return err
+	}
 	tableOut := stdout
-	if o.jsonPath == "-" {
+	if o.output == "json" || o.jsonPath == "-" {
 		tableOut = stderr
 	}
 	o.Write = func(r bench.Report) error {
 		if err := report.WriteTable(tableOut, r); err != nil {
 			return err
 		}
+		if o.output == "json" {
+			if err := bench.WriteJSON(stdout, r); err != nil {
+				return err
+			}
+		}
 		return o.writeReports(r, stdout, stderr)
 	}
 	return bench.Run(ctx, o.RunOptions, stderr)
 }
 
-func parseRunFlags(args []string, stderr io.Writer) (runOptions, bool, error) {
+// connect resolves the cluster flags: the cluster and namespace to measure,
+// or the namespace to seed on the local server.
+func (o *runOptions) connect(stderr io.Writer) error {
+	if !o.onCluster {
+		noteKubeconfigEnv(stderr, "run")
+		return nil
+	}
+	t, err := o.cluster.target()
+	if err != nil {
+		return err
+	}
+	o.Cluster = &t
+	if o.Seed {
+		// A namespace of the run's own, deleted afterwards: -n, or a new
+		// cachebench-<random>; never the context's.
+		o.Spec.Namespace = o.cluster.source.Overrides.Context.Namespace
+		return nil
+	}
+	o.Spec.Namespace, err = o.cluster.namespace()
+	return err
+}
+
+func parseRunFlags(args []string, stdout, stderr io.Writer) (runOptions, bool, error) {
 	fs := newFlagSet("run", `Measures what informer caches cost, mode by mode, each mode in its own child
 process: time and CPU to sync, live heap and bytes per object, heap and RSS peaks
 during the initial sync and during forced re-lists (a 410 Gone on the watch,
@@ -70,10 +106,20 @@ With no flags it starts the local kube-apiserver, seeds 10,000 realistic Pods an
 runs the default modes (--modes all runs every mode; --list-modes marks the extra
 ones). --dataset mixed seeds Pods, ConfigMaps, Secrets, Nodes and Widgets at the
 ratios of a typical controller's cache and caches them together in each mode's
-process; --sizes measures the modes at several dataset sizes (a scale run). With
---kubeconfig it measures that cluster read-only (no objects are written) unless
---seed is given, which seeds a namespace of its own and deletes it afterwards.
-Prints a table; writes JSON and an HTML report to --out.
+process; --sizes measures the modes at several dataset sizes (a scale run).
+
+Given a cluster (--kubeconfig, --context or another of kubectl's cluster flags)
+it measures that cluster instead, read-only (no objects are written): the
+namespace -n, else the context's, else cachebench; -A reads every namespace.
+With --seed it seeds a namespace of its own (-n names it; it must not exist)
+and deletes it afterwards. Any kubeconfig works, whatever its user
+authenticates with (client certificate, token, exec plugin): the proxy that
+forces the re-lists authenticates as that user, as kubectl proxy does. It
+first checks that the cluster answers, accepts the credentials, and lets the
+user list and watch the resources (and write the dataset, with --seed).
+
+Prints a table (-o json: the JSON report instead, the table on stderr); writes
+the JSON and an HTML report, and the children's logs, to --out-dir.
 
 The controller-runtime modes (--modes 'controller-runtime/*', extra) measure a
 controller-runtime Manager's cache: its defaults, TransformStripManagedFields,
@@ -85,20 +131,22 @@ cachetune checkout and takes a few seconds when nothing changed, or runs the
 file given with --controller-runtime-child. Every mode also reads all its
 cached objects once, as a reconcile listing them does (the list columns):
 client-go's and leanstore's listers hand out the cached objects, while
-controller-runtime's client deep-copies each unless UnsafeDisableDeepCopy.`, stderr)
+controller-runtime's client deep-copies each unless UnsafeDisableDeepCopy.`, stdout, stderr)
 	var o runOptions
 	o.Plan = bench.DefaultPlan()
+	o.cluster = fs.withCluster(true)
+	out := fs.withOutput("table", "json")
 	s := &o.Spec
 	datasetFlags(fs, s)
 	shape := fs.String("pod-shape", "workload", "workload: the Pods of each of eight workloads share their template; unique: every Pod has its own env values, image tag and template hash")
 	fs.IntVar(&s.Nodes, "nodes", 0, "number of Nodes to seed (local server only: a cluster's scheduler would use them)")
 	kind := fs.String("dataset", "standard", "standard: the counts above; mixed: per 10,000 --pods, 2,000 ConfigMaps, 1,000 Secrets of 8 KiB, 100 Nodes and 500 Widgets, cached together (counts given as flags win)")
-	resources := fs.String("resources", "", "resources to cache, comma-separated from "+strings.Join(bench.ResourceNames, ",")+" (default: the kinds seeded; pods with --kubeconfig)")
+	resources := fs.String("resources", "", "resources to cache, comma-separated from "+strings.Join(bench.ResourceNames, ",")+" (default: the kinds seeded; pods on a cluster)")
 	fs.BoolVar(&o.Together, "together", false, "cache all --resources in one process per mode, as one controller does (default with --dataset mixed)")
 	modes := fs.String("modes", "", "modes to run: comma-separated names or globs, e.g. 'client-go/typed*', or all (default: every mode not marked extra in --list-modes)")
 	listModes := fs.Bool("list-modes", false, "list the modes and exit")
 	fs.IntVar(&o.Plan.Relists, "relists", o.Plan.Relists, "forced re-lists per mode (with no --churn: that many re-lists without changes)")
-	churn := fs.String("churn", "", "fraction of the objects changed before each re-list, comma-separated, one per re-list (default 0,0.1; 0s with --kubeconfig and no --seed)")
+	churn := fs.String("churn", "", "fraction of the objects changed before each re-list, comma-separated, one per re-list (default 0,0.1; 0s on a cluster without --seed)")
 	fs.Uint64Var(&o.Plan.ChurnSeed, "churn-seed", o.Plan.ChurnSeed, "seed that picks the objects --churn changes")
 	sizes := fs.String("sizes", "", "scale run: Pod counts to measure at, comma-separated, e.g. 1000,10000 (the dataset grows from one to the next; local server only)")
 	fs.StringVar(&o.CPUProfiles, "cpu-profiles", "", "directory for a CPU profile of each mode's initial sync (<mode>.<resources>.sync.pprof)")
@@ -110,24 +158,33 @@ controller-runtime's client deep-copies each unless UnsafeDisableDeepCopy.`, std
 		o.ServerArgs = strings.Fields(v)
 		return nil
 	})
-	fs.StringVar(&o.OutDir, "out", "out", "directory for the report (cachebench.json, cachebench.html) and the children's logs")
+	fs.StringVar(&o.OutDir, "out-dir", "out", "directory for the report (cachebench.json, cachebench.html) and the children's logs")
+	fs.StringVar(&o.OutDir, "out", "out", "directory for the report")
+	fs.deprecated("out", "--out-dir")
 	fs.StringVar(&o.jsonPath, "json", "", "also write the JSON report to this file; - writes it to stdout and the table to stderr")
+	fs.deprecated("json", "-o json (the report on stdout) or --out-dir (cachebench.json in it)")
 	fs.StringVar(&o.htmlPath, "html", "", "also write the HTML report to this file")
-	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "measure the cluster of this kubeconfig instead of the local server")
-	fs.BoolVar(&o.Seed, "seed", false, "with --kubeconfig: seed a namespace of cachebench's own, and delete it afterwards")
-	fs.IntVar(&o.ServerPID, "server-pid", 0, "with --kubeconfig: the API server's process on this machine (a server of your own, e.g. 'cachebench apiserver'), to read its CPU, RSS and storage metrics for each window as for the local server")
-	fs.StringVar(&s.Namespace, "namespace", "", "namespace to seed and cache (default: cachebench locally; all namespaces with --kubeconfig; a new cachebench-<random> with --seed)")
+	fs.deprecated("html", "--out-dir (cachebench.html in it)")
+	fs.BoolVar(&o.Seed, "seed", false, "on a cluster: seed a namespace of cachebench's own (-n names it), and delete it afterwards")
+	fs.IntVar(&o.ServerPID, "server-pid", 0, "on a cluster: the API server's process on this machine (a server of your own, e.g. 'cachebench apiserver'), to read its CPU, RSS and storage metrics for each window as for the local server")
 	fs.StringVar(&o.ControllerRuntimeChild, "controller-runtime-child", "", "the controller-runtime modes' child program, built beforehand (cd controllerruntime && go build -o FILE ./cmd/cachebench-cr); default: built into bin/ of the checkout")
 	fs.BoolVar(&o.KeepServer, "keep-server", false, "keep the local kube-apiserver running after the run, until interrupted")
-	if err := parseFlags(fs, args); err != nil {
+	if err := fs.parse(args); err != nil {
 		return o, false, err
 	}
 	if *listModes {
 		return o, true, nil
 	}
+	o.output = out.value
+	o.onCluster = o.cluster.selected()
+	if !o.onCluster {
+		o.Spec.Namespace = o.cluster.localNamespace()
+	}
 	o.Plan.Settle, o.Plan.Idle = bench.Duration(*settle), bench.Duration(*idle)
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	set := fs.set
+	if set["out"] && set["out-dir"] {
+		return o, false, usageError{errors.New("--out is the old spelling of --out-dir: give one")}
+	}
 	if err := o.validate(set, flagValues{resources: *resources, modes: *modes, churn: *churn, sizes: *sizes, shape: *shape, dataset: *kind}); err != nil {
 		return o, false, usageError{err}
 	}
@@ -188,8 +245,8 @@ func (o *runOptions) parseSizes(set map[string]bool, list string) error {
 		if set["pods"] {
 			return errors.New("--sizes sets the Pod counts: leave --pods out")
 		}
-		if o.Kubeconfig != "" && !o.Seed {
-			return errors.New("--sizes seeds a dataset up to the largest size: with --kubeconfig it needs --seed")
+		if o.onCluster && !o.Seed {
+			return errors.New("--sizes seeds a dataset up to the largest size: on a cluster it needs --seed")
 		}
 		o.Spec.Pods = o.Sizes[0]
 	}
@@ -220,7 +277,7 @@ func (o *runOptions) applyDataset(set map[string]bool, kind string) error {
 		if !set["together"] {
 			o.Together = true
 		}
-		if o.Kubeconfig != "" && !set["nodes"] {
+		if o.onCluster && !set["nodes"] {
 			s.Nodes = 0 // see --nodes
 		}
 	default:
@@ -245,20 +302,23 @@ func (o *runOptions) checkChildEnv() error {
 // checkTarget checks the flags that apply to the local server only, or to a
 // cluster only; a cluster is only read unless --seed.
 func (o *runOptions) checkTarget(set map[string]bool) error {
-	if o.Kubeconfig == "" {
+	if !o.onCluster {
 		if o.Seed {
-			return errors.New("--seed needs --kubeconfig (the local server is always seeded)")
+			return errors.New("--seed needs a cluster (--kubeconfig or --context): the local server is always seeded")
 		}
 		if o.ServerPID != 0 {
-			return errors.New("--server-pid needs --kubeconfig (the local server's process is known)")
+			return errors.New("--server-pid needs a cluster (--kubeconfig or --context): the local server's process is known")
+		}
+		if o.cluster.all {
+			return errors.New("--all-namespaces reads a cluster (--kubeconfig or --context): the local server's dataset is in one namespace")
 		}
 		return nil
 	}
 	if o.KeepServer {
-		return errors.New("--keep-server applies to the local server, not with --kubeconfig")
+		return errors.New("--keep-server applies to the local server, not to a cluster")
 	}
 	if len(o.ServerArgs) > 0 {
-		return errors.New("--apiserver-args applies to the local server, not with --kubeconfig")
+		return errors.New("--apiserver-args applies to the local server, not to a cluster")
 	}
 	if o.Spec.Nodes > 0 {
 		return errors.New("--nodes writes Node objects, which a real cluster's scheduler and node controller would act on: the local server only")
@@ -267,15 +327,18 @@ func (o *runOptions) checkTarget(set map[string]bool) error {
 		return fmt.Errorf("--server-pid must be a process id, got %d", o.ServerPID)
 	}
 	if o.Seed {
+		if o.cluster.all {
+			return errors.New("--all-namespaces reads a cluster as it is: --seed seeds one namespace of its own")
+		}
 		return nil
 	}
 	for _, f := range []string{"pods", "pod-env", "pod-shape", "configmaps", "configmap-bytes", "secrets", "secret-bytes", "widgets", "widget-bytes", "dataset"} {
 		if set[f] {
-			return fmt.Errorf("--%s seeds objects: with --kubeconfig it needs --seed (runs on a cluster are read-only otherwise)", f)
+			return fmt.Errorf("--%s seeds objects: on a cluster it needs --seed (runs on a cluster are read-only otherwise)", f)
 		}
 	}
 	if slices.ContainsFunc(o.Plan.Churn, func(c float64) bool { return c > 0 }) {
-		return errors.New("--churn writes to the cluster: with --kubeconfig it needs --seed (runs on a cluster are read-only otherwise)")
+		return errors.New("--churn writes to the cluster: it needs --seed (runs on a cluster are read-only otherwise)")
 	}
 	return nil
 }
@@ -328,7 +391,7 @@ func (o *runOptions) checkControllerRuntimeChild() error {
 // parseChurn reads --churn, or makes the default fit --relists and the target.
 func (o *runOptions) parseChurn(set map[string]bool, list string) error {
 	if strings.TrimSpace(list) == "" {
-		if set["relists"] || (o.Kubeconfig != "" && !o.Seed) {
+		if set["relists"] || (o.onCluster && !o.Seed) {
 			o.Plan.Churn = make([]float64, max(0, o.Plan.Relists))
 		}
 		return nil
@@ -375,7 +438,7 @@ func (o *runOptions) pickResources(list string) ([]schema.GroupVersionResource, 
 		for _, n := range strings.Split(list, ",") {
 			names = append(names, strings.TrimSpace(n))
 		}
-	case o.Kubeconfig != "" && !o.Seed:
+	case o.onCluster && !o.Seed:
 		names = []string{"pods"}
 	default:
 		for _, n := range bench.ResourceNames {

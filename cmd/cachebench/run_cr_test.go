@@ -20,11 +20,11 @@ func TestRunControllerRuntime(t *testing.T) {
 	}
 	leakcheck.Check(t)
 	out := t.TempDir()
-	jsonPath := filepath.Join(out, "r.json")
+	jsonPath := filepath.Join(out, "cachebench.json")
 	code, stdout, stderr := cachebench(t, "run",
 		"--kubeconfig", kubeconfigFor(t, apiserver.AdminUser, ""), "--seed", "--pods", "200",
 		"--modes", "controller-runtime/*", "--relists", "1", "--churn", "0.1",
-		"--idle", "300ms", "--settle", "500ms", "--out", out, "--json", jsonPath)
+		"--idle", "300ms", "--settle", "500ms", "--out-dir", out)
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}

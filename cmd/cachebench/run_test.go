@@ -24,11 +24,28 @@ var srv *apiserver.Server
 
 func TestMain(m *testing.M) {
 	// `cachebench run` re-executes its own binary as `cachebench child` for
-	// each mode; in these tests that binary is the test binary.
-	if len(os.Args) > 1 && os.Args[1] == "child" {
-		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+	// each mode, and `cachebench shard` as `cachebench shard-replica` for each
+	// replica; in these tests that binary is the test binary.
+	if len(os.Args) > 1 && (os.Args[1] == "child" || os.Args[1] == "shard-replica") {
+		main()
 	}
-	os.Exit(apiserver.Main(m, apiserver.Options{}, &srv))
+	os.Exit(testMain(m))
+}
+
+// testMain starts the package's server trusting a CA of the tests' own for
+// client certificates (testCA), besides its static tokens.
+func testMain(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "cachebench-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if testCA, err = newClientCA(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return apiserver.Main(m, apiserver.Options{ExtraArgs: []string{"--client-ca-file=" + testCA.file}}, &srv)
 }
 
 // cachebench runs the command line in-process and returns its exit code,
@@ -52,7 +69,11 @@ func TestRunFlagErrors(t *testing.T) {
 		{[]string{"run", "--resources", "widgets", "--modes", "client-go/typed/stream"}, "none of the selected modes can cache widgets"},
 		{[]string{"run", "--gogc", "fast"}, "--gogc must be"},
 		{[]string{"run", "--gomemlimit", "1 GB"}, "--gomemlimit must be"},
-		{[]string{"run", "--seed"}, "--seed needs --kubeconfig"},
+		{[]string{"run", "--seed"}, "--seed needs a cluster"},
+		{[]string{"run", "-A"}, "--all-namespaces reads a cluster"},
+		{[]string{"run", "--kubeconfig", "k", "--seed", "-A"}, "--seed seeds one namespace of its own"},
+		{[]string{"run", "--out", "a", "--out-dir", "b"}, "--out is the old spelling of --out-dir"},
+		{[]string{"run", "-o", "yaml"}, `--output must be table or json, got "yaml"`},
 		{[]string{"run", "--kubeconfig", "k", "--pods", "5"}, "--pods seeds objects"},
 		{[]string{"run", "--kubeconfig", "k", "--keep-server"}, "--keep-server applies to the local server"},
 		{[]string{"run", "--kubeconfig", "k", "--apiserver-args", "--watch-cache=false"}, "--apiserver-args applies to the local server"},
@@ -68,7 +89,8 @@ func TestRunFlagErrors(t *testing.T) {
 		{[]string{"run", "--kubeconfig", "k", "--sizes", "100"}, "--sizes seeds a dataset"},
 		{[]string{"run", "--pod-shape", "square"}, `unknown pod shape "square"`},
 		{[]string{"run", "--dataset", "huge"}, "--dataset must be standard or mixed"},
-		{[]string{"run", "--server-pid", "12"}, "--server-pid needs --kubeconfig"},
+		{[]string{"run", "--server-pid", "12"}, "--server-pid needs a cluster"},
+		{[]string{"run", "--context", "c", "--pods", "5"}, "--pods seeds objects: on a cluster it needs --seed"},
 		{[]string{"run", "--controller-runtime-child", "cachebench-cr"}, "--controller-runtime-child is for the controller-runtime modes, and --modes selects none"},
 		{[]string{"run", "--modes", "controller-runtime/*", "--controller-runtime-child", "no/such/cachebench-cr"}, "--controller-runtime-child: stat no/such/cachebench-cr"},
 		{[]string{"run", "--modes", "controller-runtime/default/stream", "--controller-runtime-child", "."}, "--controller-runtime-child: . is a directory"},
@@ -81,7 +103,12 @@ func TestRunFlagErrors(t *testing.T) {
 		if code != 2 || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q; want exit 2 and %q", tc.args, code, stderr, tc.want)
 		}
-		if first := strings.SplitN(stderr, "\n", 2)[0]; !strings.Contains(first, tc.want) {
+		// After the warnings of deprecated flags, if any.
+		rest := stderr
+		for strings.HasPrefix(rest, "Flag --") {
+			_, rest, _ = strings.Cut(rest, "\n")
+		}
+		if first := strings.SplitN(rest, "\n", 2)[0]; !strings.Contains(first, tc.want) {
 			t.Errorf("%v: the error is not on the first line: %q", tc.args, stderr)
 		}
 	}
@@ -91,7 +118,7 @@ func TestRunFlagErrors(t *testing.T) {
 func TestRunFlagsValid(t *testing.T) {
 	parse := func(args ...string) runOptions {
 		t.Helper()
-		o, _, err := parseRunFlags(args, io.Discard)
+		o, _, err := parseRunFlags(args, io.Discard, io.Discard)
 		if err != nil {
 			t.Fatalf("%v: %v", args, err)
 		}
@@ -131,6 +158,19 @@ func TestRunFlagsValid(t *testing.T) {
 	}
 	if o := parse("--pod-shape", "unique"); o.Spec.PodShape != dataset.PodsUnique {
 		t.Errorf("--pod-shape unique: %q", o.Spec.PodShape)
+	}
+	// -n alone names the local server's namespace; it picks no cluster.
+	if o := parse("-n", "team"); o.onCluster || o.cluster.localNamespace() != "team" {
+		t.Errorf("-n team: on a cluster %v, namespace %q", o.onCluster, o.cluster.localNamespace())
+	}
+	if o := parse("--context", "kind-kind"); !o.onCluster {
+		t.Error("--context does not pick a cluster")
+	}
+	// The old spelling of --out-dir still works, with a warning.
+	var warning strings.Builder
+	o, _, err := parseRunFlags([]string{"--out", "old"}, io.Discard, &warning)
+	if err != nil || o.OutDir != "old" || !strings.Contains(warning.String(), "--out has been deprecated, use --out-dir") {
+		t.Errorf("--out old: %v, out dir %q, warning %q", err, o.OutDir, warning.String())
 	}
 }
 
@@ -179,11 +219,12 @@ func TestRunClusterErrors(t *testing.T) {
 		want string
 	}{
 		{"unreachable", []string{"--kubeconfig", kubeconfigFor(t, apiserver.AdminUser, "https://127.0.0.1:1")}, "cannot reach the cluster at https://127.0.0.1:1"},
-		{"forbidden", []string{"--kubeconfig", kubeconfigFor(t, apiserver.RestrictedUser, "")}, "forbidden: cannot list pods in all namespaces"},
+		{"forbidden", []string{"--kubeconfig", kubeconfigFor(t, apiserver.RestrictedUser, "")}, "forbidden: cachetune-restricted may not list pods in namespace default, watch pods in namespace default"},
+		{"forbidden in every namespace", []string{"--kubeconfig", kubeconfigFor(t, apiserver.RestrictedUser, ""), "-A"}, "forbidden: cachetune-restricted may not list pods, watch pods"},
 		{"seed into an existing namespace", []string{"--kubeconfig", kubeconfigFor(t, apiserver.AdminUser, ""), "--seed", "--namespace", existing}, "namespace " + existing + " exists"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			args := append([]string{"run", "--out", t.TempDir()}, tc.args...)
+			args := append([]string{"run", "--out-dir", t.TempDir()}, tc.args...)
 			code, stdout, stderr := cachebench(t, args...)
 			if code != 1 {
 				t.Errorf("exit %d, want 1; stderr:\n%s", code, stderr)
@@ -207,12 +248,12 @@ func TestRunEndToEnd(t *testing.T) {
 	}
 	leakcheck.Check(t)
 	out := t.TempDir()
-	jsonPath, htmlPath := filepath.Join(out, "r.json"), filepath.Join(out, "r.html")
+	jsonPath, htmlPath := filepath.Join(out, "cachebench.json"), filepath.Join(out, "cachebench.html")
 	profiles := filepath.Join(out, "profiles")
 	code, stdout, stderr := cachebench(t, "run",
 		"--kubeconfig", kubeconfigFor(t, apiserver.AdminUser, ""), "--seed", "--pods", "300", "--server-pid", fmt.Sprint(srv.PID),
 		"--modes", "client-go/typed/stream,client-go/metadata/list,leanstore/typed-lean/list", "--cpu-profiles", profiles,
-		"--idle", "500ms", "--settle", "500ms", "--out", out, "--json", jsonPath, "--html", htmlPath)
+		"--idle", "500ms", "--settle", "500ms", "--out-dir", out)
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
@@ -311,11 +352,6 @@ func TestRunEndToEnd(t *testing.T) {
 	if html, err := os.ReadFile(htmlPath); err != nil || !strings.Contains(string(html), "<svg") {
 		t.Errorf("HTML report: %v, or no chart in it", err)
 	}
-	for _, p := range []string{"cachebench.json", "cachebench.html"} {
-		if _, err := os.Stat(filepath.Join(out, p)); err != nil {
-			t.Error(err)
-		}
-	}
 	// --seed cleans up after itself.
 	pods, err := srv.Clientset().CoreV1().Pods(r.Datasets[0].Namespace).List(context.Background(), metav1.ListOptions{})
 	if err != nil || len(pods.Items) != 0 {
@@ -325,7 +361,8 @@ func TestRunEndToEnd(t *testing.T) {
 
 // TestRunTogetherAndScale runs a mixed dataset cached together in each mode's
 // process (typed modes take the Widgets with a dynamic informer), at two
-// sizes, with changes before the re-list.
+// sizes, with changes before the re-list. It writes the report with the old
+// --out, --json and --html, which still work with a warning.
 func TestRunTogetherAndScale(t *testing.T) {
 	if srv == nil {
 		t.Skip("needs the local kube-apiserver")
@@ -341,6 +378,11 @@ func TestRunTogetherAndScale(t *testing.T) {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 	t.Logf("stderr:\n%s\nstdout:\n%s", stderr, stdout)
+	for _, old := range []string{"--out", "--json", "--html"} {
+		if !strings.Contains(stderr, "Flag "+old+" has been deprecated") {
+			t.Errorf("no deprecation warning for %s", old)
+		}
+	}
 	f, err := os.Open(jsonPath)
 	if err != nil {
 		t.Fatal(err)

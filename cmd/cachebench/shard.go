@@ -14,12 +14,15 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
+	"github.com/cachetune/cachetune/internal/cluster"
 	"github.com/cachetune/cachetune/pkg/testkit/apiserver"
 	"github.com/cachetune/cachetune/pkg/testkit/dataset"
 )
@@ -65,7 +68,9 @@ type shardFailover struct {
 }
 
 type shardOptions struct {
-	kubeconfig, namespace, out  string
+	cluster                     *clusterFlags
+	namespace, outDir, out      string
+	output                      string
 	heapProfiles                string
 	pods                        int
 	shards                      []int
@@ -87,11 +92,19 @@ small controller that caches the Pods of a namespace, each in its own process:
     replica's heap peak in the join over its live heap.
 
 After each step it checks, against a fresh consistent LIST, that every Pod is
-held by exactly one live replica. With no --kubeconfig it starts the local
-kube-apiserver and seeds --pods Pods of the standard dataset.`, stderr)
+held by exactly one live replica. With no cluster flag it starts the local
+kube-apiserver and seeds --pods Pods of the standard dataset into the namespace
+-n (cachebench). Given a cluster (--kubeconfig, --context or another of
+kubectl's cluster flags), it uses the Pods already in the namespace -n (else the
+context's, else cachebench) and seeds nothing; the replicas reach the cluster
+with the same flags, and it first checks that the user may list and watch the
+Pods and write Leases there.
+
+Prints a table (-o json: the JSON report); writes the JSON report to
+--out-dir (cachebench-shard.json).`, stdout, stderr)
 	var o shardOptions
-	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "use the cluster of this kubeconfig (its namespace must hold the Pods; nothing is seeded)")
-	fs.StringVar(&o.namespace, "namespace", "cachebench-shard", "namespace of the Pods and the Leases")
+	o.cluster = fs.withCluster(false)
+	out := fs.withOutput("table", "json")
 	fs.IntVar(&o.pods, "pods", 10000, "Pods to seed on the local server")
 	shards := fs.String("shards", "1,2,4", "shard counts of the scale run, comma-separated; empty skips it")
 	fs.BoolVar(&o.failover, "failover", true, "run the failover (kill and join) with Leases")
@@ -99,11 +112,14 @@ kube-apiserver and seeds --pods Pods of the standard dataset.`, stderr)
 	fs.DurationVar(&o.renew, "renew-deadline", 10*time.Second, "renew deadline")
 	fs.DurationVar(&o.retry, "retry-period", 2*time.Second, "retry period")
 	fs.DurationVar(&o.timeout, "step-timeout", 5*time.Minute, "how long a step may take to reach a partition")
+	fs.StringVar(&o.outDir, "out-dir", "out", "directory for the JSON report (cachebench-shard.json); empty writes none")
 	fs.StringVar(&o.out, "out", "", "write the JSON report to this file")
+	fs.deprecated("out", "--out-dir (cachebench-shard.json in it)")
 	fs.StringVar(&o.heapProfiles, "heap-profiles", "", "directory for a heap profile of each replica at each measurement (<replica>.<n>.heap.pprof; allocations since start included)")
-	if err := parseFlags(fs, args); err != nil {
+	if err := fs.parse(args); err != nil {
 		return err
 	}
+	o.output = out.value
 	for _, f := range strings.Split(*shards, ",") {
 		if f = strings.TrimSpace(f); f == "" {
 			continue
@@ -118,26 +134,13 @@ kube-apiserver and seeds --pods Pods of the standard dataset.`, stderr)
 }
 
 func (o *shardOptions) run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	rep := shardReport{Command: "cachebench shard " + strings.Join(args, " "), Started: time.Now(),
+	rep := shardReport{Command: "cachebench shard " + strings.Join(o.cluster.redact(args), " "), Started: time.Now(),
 		GoVersion: runtime.Version(), CPUs: runtime.NumCPU()}
-	kubeconfig := o.kubeconfig
-	if kubeconfig == "" {
-		srv, err := apiserver.Start(ctx, apiserver.Options{Progress: stderr})
-		if err != nil {
-			return err
-		}
-		defer func() { _ = srv.Stop() }()
-		kubeconfig = srv.Kubeconfig
-		spec := dataset.Standard(o.namespace)
-		spec.Pods, spec.Progress = o.pods, dataset.ProgressPrinter(stderr)
-		if err := dataset.Seed(ctx, srv.Config, spec); err != nil {
-			return err
-		}
-	}
-	cfg, err := loadKubeconfig(kubeconfig)
+	cfg, clusterArgs, stop, err := o.connect(ctx, stderr)
 	if err != nil {
 		return err
 	}
+	defer stop()
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
@@ -146,7 +149,9 @@ func (o *shardOptions) run(ctx context.Context, args []string, stdout, stderr io
 	if err != nil {
 		return err
 	}
-	h := &shardHarness{o: o, cs: cs, exe: exe, kubeconfig: kubeconfig, stderr: stderr}
+	// The replicas' stderr: one writer for all, written from a goroutine per
+	// replica unless it is a file.
+	h := &shardHarness{o: o, cs: cs, exe: exe, clusterArgs: clusterArgs, stderr: &lockedWriter{w: stderr}}
 	truth, err := h.truth(ctx)
 	if err != nil {
 		return err
@@ -169,8 +174,57 @@ func (o *shardOptions) run(ctx context.Context, args []string, stdout, stderr io
 		}
 		rep.Failover = f
 	}
-	writeShardTable(stdout, rep)
+	if o.output == "json" {
+		if err := writeJSON(stdout, rep); err != nil {
+			return err
+		}
+	} else {
+		writeShardTable(stdout, rep)
+	}
+	if o.outDir != "" {
+		if err := writeShardJSON(filepath.Join(o.outDir, "cachebench-shard.json"), rep); err != nil {
+			return err
+		}
+	}
 	return writeShardJSON(o.out, rep)
+}
+
+// connect starts the local server and seeds it, or checks the cluster the
+// flags name, and returns its config, the flags that reach it for the
+// replicas, and what stops the local server.
+func (o *shardOptions) connect(ctx context.Context, stderr io.Writer) (*rest.Config, []string, func(), error) {
+	if !o.cluster.selected() {
+		noteKubeconfigEnv(stderr, "shard")
+		o.namespace = o.cluster.localNamespace()
+		srv, err := apiserver.Start(ctx, apiserver.Options{Progress: stderr})
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		stop := func() { _ = srv.Stop() }
+		spec := dataset.Standard(o.namespace)
+		spec.Pods, spec.Progress = o.pods, dataset.ProgressPrinter(stderr)
+		if err := dataset.Seed(ctx, srv.Config, spec); err != nil {
+			stop()
+			return nil, nil, nil, err
+		}
+		return srv.Config, []string{"--kubeconfig=" + srv.Kubeconfig, "--namespace=" + o.namespace}, stop, nil
+	}
+	var err error
+	if o.namespace, err = o.cluster.namespace(); err != nil {
+		return nil, nil, nil, err
+	}
+	t, err := o.cluster.target()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	perms := cluster.Allow("", "pods", o.namespace, "list", "watch")
+	if o.failover {
+		perms = append(perms, cluster.Allow("coordination.k8s.io", "leases", o.namespace, "get", "list", "watch", "create", "update", "delete")...)
+	}
+	if err := t.Check(ctx, perms...); err != nil {
+		return nil, nil, nil, err
+	}
+	return t.Config, append(o.cluster.args(), "--namespace="+o.namespace), func() {}, nil
 }
 
 // staticShards starts n static shard replicas, waits until they partition
@@ -292,11 +346,12 @@ func (h *shardHarness) failover(ctx context.Context) (*shardFailover, error) {
 
 // shardHarness starts replica processes and checks them against the server.
 type shardHarness struct {
-	o          *shardOptions
-	cs         kubernetes.Interface
-	exe        string
-	kubeconfig string
-	stderr     io.Writer
+	o   *shardOptions
+	cs  kubernetes.Interface
+	exe string
+	// clusterArgs reach the cluster and the namespace, for the replicas.
+	clusterArgs []string
+	stderr      io.Writer
 }
 
 // replicaProc is one `cachebench shard-replica` process.
@@ -309,7 +364,7 @@ type replicaProc struct {
 }
 
 func (h *shardHarness) start(ctx context.Context, id string, extra ...string) (*replicaProc, error) {
-	args := append([]string{"shard-replica", "--kubeconfig", h.kubeconfig, "--namespace", h.o.namespace, "--identity", id}, extra...)
+	args := append(append([]string{"shard-replica", "--identity", id}, h.clusterArgs...), extra...)
 	if h.o.heapProfiles != "" {
 		if err := os.MkdirAll(h.o.heapProfiles, 0o755); err != nil {
 			return nil, err
@@ -516,4 +571,16 @@ func writeShardTable(w io.Writer, rep shardReport) {
 		}
 		fmt.Fprintf(w, "; highest %.2f\n", f.MaxJoinPeakRatio)
 	}
+}
+
+// lockedWriter serialises the writes of several goroutines.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -53,9 +53,8 @@ type replicaState struct {
 // replica of a test controller that caches the Pods of a namespace sharded by
 // object, driven by `cachebench shard` over stdin and stdout.
 func runShardReplica(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("shard-replica", "One sharded replica for 'cachebench shard', which starts it; not for direct use.", stderr)
-	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the cluster")
-	ns := fs.String("namespace", "", "namespace of the Pods")
+	fs := newFlagSet("shard-replica", "One sharded replica for 'cachebench shard', which starts it; not for direct use.", stdout, stderr)
+	cf := fs.withCluster(false)
 	identity := fs.String("identity", "", "this replica's name")
 	static := fs.String("static", "", "static shard i/n instead of Leases")
 	leaseNS := fs.String("lease-namespace", "", "namespace of the Leases")
@@ -65,16 +64,21 @@ func runShardReplica(ctx context.Context, args []string, stdout, stderr io.Write
 	fs.DurationVar(&lease.RenewDeadline, "renew-deadline", 0, "renew deadline")
 	fs.DurationVar(&lease.RetryPeriod, "retry-period", 0, "retry period")
 	profiles := fs.String("heap-profiles", "", "directory for a heap profile at each measure")
-	if err := parseFlags(fs, args); err != nil {
+	if err := fs.parse(args); err != nil {
 		return err
 	}
-	r := &shardReplica{identity: *identity, profiles: *profiles, start: time.Now()}
-	r.sampler = bench.StartSampler(ctx, r.start, 5*time.Millisecond)
-	defer r.sampler.Stop()
-	cfg, err := loadKubeconfig(*kubeconfig)
+	ns, err := cf.namespace()
 	if err != nil {
 		return err
 	}
+	t, err := cf.target()
+	if err != nil {
+		return err
+	}
+	cfg := t.Config
+	r := &shardReplica{identity: *identity, profiles: *profiles, start: time.Now()}
+	r.sampler = bench.StartSampler(ctx, r.start, 5*time.Millisecond)
+	defer r.sampler.Stop()
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripper(func(req *http.Request) (*http.Response, error) {
 			resp, err := rt.RoundTrip(req)
@@ -93,7 +97,7 @@ func runShardReplica(ctx context.Context, args []string, stdout, stderr io.Write
 	if err != nil {
 		return err
 	}
-	r.factory = leanstore.NewSharedInformerFactory(cs, 0, leanstore.WithNamespace(*ns), leanstore.WithStripLastApplied(),
+	r.factory = leanstore.NewSharedInformerFactory(cs, 0, leanstore.WithNamespace(ns), leanstore.WithStripLastApplied(),
 		leanstore.WithShard(m, leanstore.ShardByObject), leanstore.WithName(*identity))
 	r.inf = r.factory.Core().V1().Pods().Informer()
 	runCtx, stop := context.WithCancel(ctx)

@@ -2,8 +2,8 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,22 +13,28 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/cachetune/cachetune/internal/cluster"
+	"github.com/cachetune/cachetune/pkg/testkit/dataset"
 )
 
 // accessTimeout bounds the up-front checks, so that an unreachable cluster is
 // an error in seconds rather than a hang.
 const accessTimeout = cluster.Timeout
 
-// checkAccess makes sure, before anything is measured, that the cluster answers
-// and that the user may list and watch every resource to be cached: the
-// informers in the children would otherwise retry forever, quietly.
-func checkAccess(ctx context.Context, cfg *rest.Config, refs []ResourceRef) error {
-	if err := cluster.Reachable(ctx, cfg); err != nil {
+// checkAccess makes sure, before anything is measured, that the cluster answers,
+// accepts the credentials, and lets the user list and watch every resource to
+// be cached, and serves it: the informers in the children would otherwise
+// retry forever, quietly.
+func checkAccess(ctx context.Context, c cluster.Target, refs []ResourceRef) error {
+	var perms []cluster.Permission
+	for _, r := range refs {
+		perms = append(perms, cluster.Allow(r.Group, r.Resource, r.Namespace, "list", "watch")...)
+	}
+	if err := c.Check(ctx, perms...); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, accessTimeout)
 	defer cancel()
-	cfg = rest.CopyConfig(cfg)
+	cfg := rest.CopyConfig(c.Config)
 	cfg.Timeout = accessTimeout
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
@@ -87,16 +93,55 @@ func checkNewNamespace(ctx context.Context, cfg *rest.Config, ns string) error {
 	return fmt.Errorf("cannot reach the cluster at %s: %w", cfg.Host, err)
 }
 
-// checkProxyable rejects identities that cannot pass through the fault proxy,
-// which forwards each client's Authorization header over plain HTTP: a client
-// certificate cannot be forwarded.
-func checkProxyable(cfg *rest.Config) error {
-	hasCert := len(cfg.CertData) > 0 || cfg.CertFile != ""
-	hasOther := cfg.BearerToken != "" || cfg.BearerTokenFile != "" || cfg.ExecProvider != nil || cfg.AuthProvider != nil || cfg.Username != ""
-	if hasCert && !hasOther {
-		return errors.New("the kubeconfig's user authenticates with a client certificate, which cannot pass through cachebench's proxy (it forces the re-lists); use a user with a token")
+// SeedPermissions are what seeding spec (dataset.Seed) and cleaning it up
+// (dataset.Clean) do on a cluster, for cluster.Target.Check.
+func SeedPermissions(spec dataset.Spec) []cluster.Permission {
+	ns := spec.Namespace
+	// The namespace is applied (created when missing).
+	perms := cluster.Allow("", "namespaces", "", "create", "patch")
+	for _, gvr := range []schema.GroupVersionResource{dataset.PodsGVR, dataset.ConfigMapsGVR, dataset.SecretsGVR, dataset.NodesGVR, dataset.WidgetGVR} {
+		if spec.Count(gvr) == 0 {
+			continue
+		}
+		where := ns
+		if dataset.ClusterScoped(gvr) {
+			where = ""
+		}
+		perms = append(perms, cluster.Allow(gvr.Group, gvr.Resource, where, "create", "patch", "list")...)
+		if gvr != dataset.ConfigMapsGVR && gvr != dataset.SecretsGVR {
+			// Pods, Nodes and Widgets get a status of their own.
+			perms = append(perms, cluster.Permission{Verb: "patch", Group: gvr.Group, Resource: gvr.Resource, Subresource: "status", Namespace: where})
+		}
+		if gvr == dataset.WidgetGVR {
+			perms = append(perms, cluster.Allow("apiextensions.k8s.io", "customresourcedefinitions", "", "create", "patch")...)
+		}
 	}
-	return nil
+	return perms
+}
+
+// CleanPermissions are what dataset.Clean does in namespace.
+func CleanPermissions(namespace string) []cluster.Permission {
+	var perms []cluster.Permission
+	for _, gvr := range []schema.GroupVersionResource{dataset.PodsGVR, dataset.ConfigMapsGVR, dataset.SecretsGVR} {
+		perms = append(perms, cluster.Allow(gvr.Group, gvr.Resource, namespace, "list", "deletecollection")...)
+	}
+	return perms
+}
+
+// runSeedPermissions are what a run with --seed does: seed, change objects
+// before the re-lists (churn), and delete the dataset and its namespace.
+func runSeedPermissions(spec dataset.Spec, plan Plan) []cluster.Permission {
+	perms := SeedPermissions(spec)
+	perms = append(perms, CleanPermissions(spec.Namespace)...)
+	perms = append(perms, cluster.Allow("", "namespaces", "", "get", "delete")...)
+	if slices.ContainsFunc(plan.Churn, func(c float64) bool { return c > 0 }) {
+		for _, gvr := range []schema.GroupVersionResource{dataset.PodsGVR, dataset.ConfigMapsGVR, dataset.SecretsGVR, dataset.WidgetGVR} {
+			if spec.Count(gvr) > 0 {
+				perms = append(perms, cluster.Allow(gvr.Group, gvr.Resource, spec.Namespace, "update", "delete")...)
+			}
+		}
+	}
+	return perms
 }
 
 func ptr[T any](v T) *T { return &v }

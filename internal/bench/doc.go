@@ -53,8 +53,10 @@
 // # A run
 //
 // Run is `cachebench run` without its flags: it starts the local server (or
-// reaches a cluster by kubeconfig, checking access first), seeds the dataset
-// (RunOptions.Spec), puts the fault proxy in front of the server, runs each Job
+// reaches RunOptions.Cluster, checking access first), seeds the dataset
+// (RunOptions.Spec), puts the fault proxy in front of the server (the proxy
+// authenticates as the cluster's user, whatever the credentials, and the
+// children reach it without any), runs each Job
 // (a mode and the resources it caches) in its own child, growing the dataset
 // between the sizes of a scale run and leaving out what would not fit in
 // memory, and hands the finished Report to RunOptions.Write before it cleans

@@ -22,7 +22,6 @@ import (
 	"github.com/cachetune/cachetune/internal/cluster"
 	"github.com/cachetune/cachetune/pkg/testkit/apiserver"
 	"github.com/cachetune/cachetune/pkg/testkit/dataset"
-	"github.com/cachetune/cachetune/pkg/testkit/faults"
 )
 
 // target is the cluster being measured and how to undo what the run did to it.
@@ -62,12 +61,15 @@ type RunOptions struct {
 	GOGC, GOMEMLIMIT string
 	// OutDir receives the children's logs (OutDir/logs).
 	OutDir string
-	// Kubeconfig names the cluster to measure; "" starts the local server.
-	Kubeconfig string
-	// Seed, with Kubeconfig, seeds a namespace of the run's own (Spec) and
+	// Cluster is the cluster to measure, as loaded from a kubeconfig and
+	// kubectl's flags; nil starts the local server. Whatever its user
+	// authenticates with (a client certificate, a token, an exec plugin), the
+	// fault proxy in front of it authenticates as that user.
+	Cluster *cluster.Target
+	// Seed, with Cluster, seeds a namespace of the run's own (Spec) and
 	// deletes it afterwards; the local server is always seeded.
 	Seed bool
-	// ServerPID, with Kubeconfig, is the API server's process on this
+	// ServerPID, with Cluster, is the API server's process on this
 	// machine, read for its CPU, RSS and storage metrics.
 	ServerPID int
 	// KeepServer keeps the local server running after the run (and after
@@ -141,16 +143,16 @@ func (o *runner) run(ctx context.Context, stderr io.Writer) (err error) {
 		Environment: o.environment(t),
 		Plan:        o.Plan,
 	}
-	proxy, err := faults.Start(t.config)
+	proxy, err := startProxy(t.config)
 	if err != nil {
-		return fmt.Errorf("start the fault proxy: %w", err)
+		return err
 	}
-	defer proxy.Close()
+	defer proxy.close()
 	exe, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	s := &sizeSweep{target: t, exe: exe, config: proxy.Config(t.config), srv: proxyServer{p: proxy}, jobs: o.Jobs(), rep: &rep}
+	s := &sizeSweep{target: t, exe: exe, config: proxy.config, srv: proxy, jobs: o.Jobs(), rep: &rep}
 	if err := o.measureSizes(ctx, s, stderr); err != nil {
 		return err
 	}
@@ -161,7 +163,7 @@ func (o *runner) run(ctx context.Context, stderr io.Writer) (err error) {
 			return err
 		}
 	}
-	if o.KeepServer && o.Kubeconfig == "" {
+	if o.KeepServer && o.Cluster == nil {
 		fmt.Fprintln(stderr, "kube-apiserver kept running; press Ctrl-C to stop it")
 		<-ctx.Done()
 	}
@@ -414,9 +416,9 @@ func serverPath(q Requests) string {
 // and seeds the dataset.
 func (o *runner) prepare(ctx context.Context, stderr io.Writer) (target, error) {
 	var t target
-	if o.Kubeconfig == "" {
+	if o.Cluster == nil {
 		if o.Spec.Namespace == "" {
-			o.Spec.Namespace = "cachebench"
+			o.Spec.Namespace = cluster.DefaultNamespace
 		}
 		srv, err := apiserver.Start(ctx, apiserver.Options{ExtraArgs: o.ServerArgs, Progress: stderr})
 		if err != nil {
@@ -430,19 +432,16 @@ func (o *runner) prepare(ctx context.Context, stderr io.Writer) (target, error) 
 		return t, o.seedDataset(ctx, t.config, stderr)
 	}
 
-	cfg, err := cluster.Load(o.Kubeconfig, "")
-	if err != nil {
-		return t, err
-	}
+	cfg := o.Cluster.Config
 	t.config, t.name, t.serverPID = cfg, cfg.Host, o.ServerPID
-	if err := checkProxyable(cfg); err != nil {
-		return t, err
-	}
 	if !o.Seed {
-		return t, checkAccess(ctx, cfg, o.refs())
+		return t, checkAccess(ctx, *o.Cluster, o.refs())
 	}
 	if o.Spec.Namespace == "" {
 		o.Spec.Namespace = "cachebench-" + randomSuffix()
+	}
+	if err := o.Cluster.Check(ctx, runSeedPermissions(o.Spec, o.Plan)...); err != nil {
+		return t, err
 	}
 	if err := checkNewNamespace(ctx, cfg, o.Spec.Namespace); err != nil {
 		return t, err
@@ -463,7 +462,7 @@ func (o *runner) prepare(ctx context.Context, stderr io.Writer) (target, error) 
 	if err := o.seedDataset(ctx, cfg, stderr); err != nil {
 		return t, err
 	}
-	return t, checkAccess(ctx, cfg, o.refs())
+	return t, checkAccess(ctx, *o.Cluster, o.refs())
 }
 
 // refs are the resources to cache with their namespaces.

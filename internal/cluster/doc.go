@@ -1,11 +1,20 @@
-// Package cluster connects cachebench's commands to a cluster: it loads a
-// kubeconfig (a context of it, with client-side rate limits raised for bulk
-// reads) and checks, in seconds, that the cluster answers.
+// Package cluster connects cachebench's commands to a cluster the way kubectl
+// does: a kubeconfig found by client-go's loading rules (an explicit file,
+// else $KUBECONFIG, else ~/.kube/config) with kubectl's overrides (--context,
+// -n, --user, ...), client-side rate limits raised for bulk reads, and one
+// namespace rule for every command (-n, else the context's, else
+// DefaultNamespace). Before a command does anything, Target.Check makes sure,
+// in seconds, that the cluster answers, accepts the credentials, and grants
+// the permissions the command needs, and says what to do when it does not.
 //
 // The guide that uses it: docs/troubleshooting.md, where `cachebench doctor` reads a cluster.
 //
-//	cfg, err := cluster.Load(path, "")             // the current context
-//	if err := cluster.Reachable(ctx, cfg); err != nil {
-//		return err                                    // "cannot reach the cluster at https://...: ..."
+//	src := cluster.NewSource()              // kubectl's defaults; cachebench binds its flags to src
+//	t, err := src.Load()
+//	if err != nil {
+//		return err
 //	}
+//	err = t.Check(ctx, cluster.Allow("", "pods", "shop", "list", "watch")...)
+//	// "cannot reach the cluster at https://...", "unauthorized: ...",
+//	// "forbidden: alice may not list pods in namespace shop, ...: ask for a Role ..."
 package cluster

@@ -83,12 +83,17 @@ func Binary(ctx context.Context, progress io.Writer) (string, error) {
 	}
 	start := time.Now()
 	tmp := bin + ".tmp"
-	cmd := exec.CommandContext(ctx, "go", "build", "-ldflags", ldflags, "-o", tmp, ".")
+	// -v lists each package as it is compiled: progress every 30 s.
+	cmd := exec.CommandContext(ctx, "go", "build", "-v", "-ldflags", ldflags, "-o", tmp, ".")
 	cmd.Dir = src
 	cmd.Env = append(os.Environ(), "GOWORK=off")
-	out, err := cmd.CombinedOutput()
+	out := &buildOutput{}
+	cmd.Stdout, cmd.Stderr = out, out
+	stop := out.report(progress, start, buildProgressEvery)
+	err = cmd.Run()
+	stop()
 	if err != nil {
-		return "", fmt.Errorf("build the local kube-apiserver in %s: %w\n%s", src, err, out)
+		return "", fmt.Errorf("build the local kube-apiserver in %s: %w\n%s", src, err, out.output())
 	}
 	if err := os.Rename(tmp, bin); err != nil {
 		return "", err

@@ -36,7 +36,10 @@
 //
 // The proxy connects to the server with the upstream TLS settings and no
 // credentials of its own; the client's Authorization header passes through.
-// A restricted identity therefore stays restricted behind the proxy.
+// A restricted identity therefore stays restricted behind the proxy. A client
+// certificate cannot pass through a plain-HTTP proxy: with
+// WithUpstreamCredentials the proxy authenticates every request itself, as
+// upstream's user (certificate, token or exec plugin), as kubectl proxy does.
 //
 // # Counting
 //

@@ -184,6 +184,51 @@ func TestPassThroughKeepsIdentity(t *testing.T) {
 	}
 }
 
+// TestUpstreamCredentials checks that with WithUpstreamCredentials the proxy,
+// not the client, authenticates: a client without credentials gets the
+// upstream user's access, and a client's own token does not change it.
+func TestUpstreamCredentials(t *testing.T) {
+	if srv == nil {
+		t.Skip("no API server (-short)")
+	}
+	leakcheck.Check(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ns := srv.NewNamespace(t)
+	start := func(upstream *rest.Config) *faults.Proxy {
+		t.Helper()
+		p, err := faults.Start(upstream, faults.WithUpstreamCredentials())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := p.Close(); err != nil {
+				t.Errorf("close proxy: %v", err)
+			}
+		})
+		return p
+	}
+
+	admin := start(srv.Config)
+	cfg := admin.Config(srv.Config)
+	if cfg.BearerToken != "" || cfg.BearerTokenFile != "" || cfg.ExecProvider != nil {
+		t.Errorf("Config keeps credentials: token %t, token file %q, exec %v", cfg.BearerToken != "", cfg.BearerTokenFile, cfg.ExecProvider)
+	}
+	if _, err := kubernetes.NewForConfigOrDie(cfg).CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{}); err != nil {
+		t.Errorf("list without credentials through the admin's proxy: %v", err)
+	}
+
+	// The restricted user's proxy stays restricted, even for a client that
+	// sends the admin's token itself.
+	restricted := start(srv.RestrictedConfig)
+	withAdminToken := restricted.Config(srv.RestrictedConfig)
+	withAdminToken.BearerToken = srv.Config.BearerToken
+	_, err := kubernetes.NewForConfigOrDie(withAdminToken).CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+	if !apierrors.IsForbidden(err) {
+		t.Errorf("list through the restricted user's proxy with the admin's token: %v, want 403", err)
+	}
+}
+
 func TestGone(t *testing.T) {
 	leakcheck.Check(t)
 	for _, enc := range encodings {

@@ -31,6 +31,9 @@ type Proxy struct {
 	ctx       context.Context // every request's context derives from it
 	cancel    context.CancelFunc
 	served    chan struct{} // closed when Serve returns
+	// anonymous is set by WithUpstreamCredentials: clients send no
+	// credentials, the proxy adds upstream's.
+	anonymous bool
 
 	mu       sync.Mutex
 	closed   bool
@@ -40,16 +43,41 @@ type Proxy struct {
 	counts   Counts
 }
 
+// Option configures Start.
+type Option func(*options)
+
+type options struct {
+	upstreamCredentials bool
+}
+
+// WithUpstreamCredentials makes the proxy authenticate to the server as
+// upstream's user, with whatever credentials upstream holds (a client
+// certificate, a bearer token or token file, an exec or auth-provider plugin,
+// basic auth, impersonation), the way kubectl proxy does. Its clients then
+// need no credentials: Config gives them none, and every request reaches the
+// server as upstream's user. This is the way to put the proxy in front of a
+// cluster whose kubeconfig authenticates with a client certificate (what
+// kind, minikube and kubeadm write), which cannot pass through a plain-HTTP
+// proxy otherwise.
+func WithUpstreamCredentials() Option {
+	return func(o *options) { o.upstreamCredentials = true }
+}
+
 // Start starts a proxy on 127.0.0.1 (a free port) that forwards to the API
-// server upstream points at. It connects upstream with upstream's TLS
-// settings but without its credentials (bearer token, basic auth, client
+// server upstream points at. By default it connects upstream with upstream's
+// TLS settings but without its credentials (bearer token, basic auth, client
 // certificate, exec or auth provider): each client's own Authorization header
 // passes through, so the server sees the client's identity, not the proxy's.
 // Identities that authenticate by client certificate cannot pass through a
-// plain-HTTP proxy; use token identities behind it.
+// plain-HTTP proxy that way; WithUpstreamCredentials makes the proxy
+// authenticate as upstream's user instead.
 //
 // Clients reach the proxy with Config. Close stops it.
-func Start(upstream *rest.Config) (*Proxy, error) {
+func Start(upstream *rest.Config, opts ...Option) (*Proxy, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	target, err := url.Parse(upstream.Host)
 	if err != nil {
 		return nil, fmt.Errorf("parse upstream host %q: %w", upstream.Host, err)
@@ -57,9 +85,14 @@ func Start(upstream *rest.Config) (*Proxy, error) {
 	if target.Scheme == "" {
 		target.Scheme = "https"
 	}
-	anon := rest.AnonymousClientConfig(upstream) // keeps TLS, drops credentials
-	anon.CertData, anon.KeyData, anon.CertFile, anon.KeyFile = nil, nil, "", ""
-	tlsConfig, err := rest.TLSConfigFor(anon)
+	tlsSource := upstream
+	if !o.upstreamCredentials {
+		tlsSource = rest.AnonymousClientConfig(upstream) // keeps TLS, drops credentials
+		tlsSource.CertData, tlsSource.KeyData, tlsSource.CertFile, tlsSource.KeyFile = nil, nil, "", ""
+	}
+	// With upstream's credentials this holds its client certificate, or the
+	// callback of an exec plugin that returns one.
+	tlsConfig, err := rest.TLSConfigFor(tlsSource)
 	if err != nil {
 		return nil, fmt.Errorf("upstream TLS: %w", err)
 	}
@@ -78,6 +111,15 @@ func Start(upstream *rest.Config) (*Proxy, error) {
 		// gzipped; it also drops the client's Accept-Encoding (see rewrite).
 		DisableCompression: true,
 	}
+	var upstreamRT http.RoundTripper = transport
+	if o.upstreamCredentials {
+		// The other half of rest.TransportFor, over the proxy's own transport:
+		// bearer tokens (refreshed from a token file), exec and auth-provider
+		// plugins, basic auth, impersonation.
+		if upstreamRT, err = rest.HTTPWrappersForConfig(upstream, transport); err != nil {
+			return nil, fmt.Errorf("upstream credentials: %w", err)
+		}
+	}
 
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -86,6 +128,7 @@ func Start(upstream *rest.Config) (*Proxy, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Proxy{
 		url:       "http://" + l.Addr().String(),
+		anonymous: o.upstreamCredentials,
 		transport: transport,
 		ctx:       ctx,
 		cancel:    cancel,
@@ -99,11 +142,15 @@ func Start(upstream *rest.Config) (*Proxy, error) {
 			pr.SetURL(target)
 			pr.Out.Host = target.Host
 			pr.Out.Header.Del("Accept-Encoding")
+			if p.anonymous {
+				// Every request is upstream's user's, never a client's.
+				pr.Out.Header.Del("Authorization")
+			}
 			if c, ok := pr.In.Context().Value(callKey{}).(*call); ok && c.fault.kind == answerJSON {
 				pr.Out.Header.Set("Accept", jsonOnly(pr.Out.Header.Get("Accept")))
 			}
 		},
-		Transport:      transport,
+		Transport:      upstreamRT,
 		FlushInterval:  -1, // stream watch events as they come, never buffer
 		ModifyResponse: p.modifyResponse,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
@@ -128,9 +175,16 @@ func (p *Proxy) URL() string { return p.url }
 
 // Config returns a copy of c that talks to the API server through the proxy:
 // Host is the proxy's URL and the TLS settings are cleared, while the bearer
-// token (or token file) is kept, so requests keep c's identity.
+// token (or token file) is kept, so requests keep c's identity. With
+// WithUpstreamCredentials every credential is cleared as well: the proxy
+// authenticates each request itself.
 func (p *Proxy) Config(c *rest.Config) *rest.Config {
 	out := rest.CopyConfig(c)
+	if p.anonymous {
+		out.BearerToken, out.BearerTokenFile, out.Username, out.Password = "", "", "", ""
+		out.Impersonate = rest.ImpersonationConfig{}
+		out.AuthProvider, out.AuthConfigPersister, out.ExecProvider = nil, nil, nil
+	}
 	out.Host = p.url
 	out.TLSClientConfig = rest.TLSClientConfig{}
 	out.Transport = nil
