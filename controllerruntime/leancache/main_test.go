@@ -2,6 +2,8 @@ package leancache_test
 
 import (
 	"context"
+
+	"github.com/go-logr/logr/funcr"
 	"fmt"
 	"os"
 	"testing"
@@ -14,6 +16,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/cachetune/cachetune/controllerruntime/internal/testenv"
 )
@@ -25,6 +28,8 @@ var (
 
 // One envtest for the package, on the locally built binaries.
 func TestMain(m *testing.M) {
+	// What an operator's main does: leancache's informers log through it.
+	ctrllog.SetLogger(funcr.New(ctrlLog.write, funcr.Options{}))
 	os.Exit(func() int {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 		defer cancel()
