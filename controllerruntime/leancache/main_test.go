@@ -2,13 +2,12 @@ package leancache_test
 
 import (
 	"context"
-
-	"github.com/go-logr/logr/funcr"
 	"fmt"
 	"os"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
