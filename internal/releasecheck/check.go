@@ -128,6 +128,16 @@ func (c *check) environment(ctx context.Context) ([]string, error) {
 	if n := goenv["GONOSUMDB"]; n != "" {
 		nosum = n + "," + nosum
 	}
+	// The go command indexes the packages of a module in the module cache
+	// once per path@version, in GOCACHE, taking them to be immutable: a
+	// second check at the same version with changed imports would build
+	// with the first one's import lists (and fail: "could not import fmt").
+	// goindex=0 makes it read the sources; the compiled packages themselves
+	// are cached by content either way.
+	godebug := "goindex=0"
+	if d := os.Getenv("GODEBUG"); d != "" {
+		godebug = d + "," + godebug
+	}
 	set := map[string]string{
 		"GOPROXY":    proxy,
 		"GONOSUMDB":  nosum,
@@ -136,6 +146,7 @@ func (c *check) environment(ctx context.Context) ([]string, error) {
 		// os.UserCacheDir: where the test kit fetches and builds the server.
 		// GOCACHE is set above, so the build cache stays the user's.
 		"XDG_CACHE_HOME": filepath.Join(c.tmp, "cache"),
+		"GODEBUG":        godebug,
 		"GOWORK":         "off",
 		"GOTOOLCHAIN":    "local",
 	}
