@@ -3,7 +3,9 @@ module github.com/cachetune/cachetune/controllerruntime
 go 1.26.0
 
 require (
-	github.com/cachetune/cachetune v0.0.0-00010101000000-000000000000
+	github.com/cachetune/cachetune v0.1.0
+	github.com/go-logr/logr v1.4.3
+	github.com/google/pprof v0.0.0-20261105003125-4bf881d7fb0b
 	github.com/onsi/ginkgo/v2 v2.27.4
 	github.com/onsi/gomega v1.39.0
 	github.com/prometheus/client_golang v1.25.0
@@ -27,7 +29,6 @@ require (
 	github.com/felixge/fgprof v0.9.5 // indirect
 	github.com/fsnotify/fsnotify v1.9.0 // indirect
 	github.com/fxamacker/cbor/v2 v2.9.1 // indirect
-	github.com/go-logr/logr v1.4.3 // indirect
 	github.com/go-logr/zapr v1.3.0 // indirect
 	github.com/go-openapi/jsonpointer v1.0.0 // indirect
 	github.com/go-openapi/jsonreference v1.0.0 // indirect
@@ -46,7 +47,6 @@ require (
 	github.com/go-task/slim-sprig/v3 v3.0.0 // indirect
 	github.com/google/gnostic-models v0.7.0 // indirect
 	github.com/google/go-cmp v0.7.0 // indirect
-	github.com/google/pprof v0.0.0-20261105003125-4bf881d7fb0b // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/grafana/pyroscope-go v1.5.0 // indirect
 	github.com/grafana/pyroscope-go/godeltaprof v0.1.12 // indirect
@@ -85,4 +85,7 @@ require (
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 )
 
+// Development inside the checkout builds against the root module beside it.
+// Go ignores this line when the module is a dependency: users get the root
+// module at the version required above (the Makefile's RELEASE_VERSION).
 replace github.com/cachetune/cachetune => ../

@@ -163,7 +163,10 @@ func (b *builder) leanstoreOptions(v variant, sc scope, reg *recorder) []leansto
 	if sc.namespace != "" {
 		name += "@" + sc.namespace
 	}
-	opts := append(append([]leanstore.Option{}, b.owner.opts.Leanstore...),
+	// controller-runtime's logger first, so that a leanstore.WithLogger of
+	// the caller's, applied after it, wins.
+	opts := append([]leanstore.Option{leanstore.WithLogger(defaultLogger)}, b.owner.opts.Leanstore...)
+	opts = append(opts,
 		leanstore.WithNamespace(sc.namespace),
 		leanstore.WithLabelSelector(sc.labelSelector),
 		leanstore.WithFieldSelector(sc.fieldSelector),

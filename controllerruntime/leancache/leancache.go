@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/cachetune/cachetune/pkg/leanstore"
@@ -22,7 +23,10 @@ import (
 // controller-runtime's registry.
 type Options struct {
 	// Leanstore are the leanstore options of every informer: stripping,
-	// sharing, streaming lists, page size, backoff, heap bound, logger. What an
+	// sharing, streaming lists, page size, backoff, heap bound, logger (by
+	// default controller-runtime's, ctrl.Log named "leancache": what
+	// ctrl.SetLogger sets, so leanstore's failures reach the operator's log;
+	// a leanstore.WithLogger here replaces it). What an
 	// informer caches is controller-runtime's to say (its cache.Options), so
 	// leanstore's scope and naming options are replaced for each informer:
 	// WithNamespace, WithLabelSelector, WithFieldSelector and
@@ -51,6 +55,11 @@ type Options struct {
 	// (default 3).
 	DegradedAfter int
 }
+
+// defaultLogger is the informers' logger unless the caller's Leanstore
+// options say otherwise: controller-runtime's root logger, which a manager's
+// own logging goes through, rather than leanstore's klog default.
+var defaultLogger = ctrllog.Log.WithName("leancache")
 
 // Cache makes the informers of one controller-runtime cache leanstore
 // informers, and reports on them. Pass its NewCache to a manager:

@@ -139,7 +139,7 @@ func updatesByClass(reg prometheus.Gatherer) map[string]int {
 		return out
 	}
 	for _, f := range families {
-		if f.GetName() != "cachetune_churn_updates_total" {
+		if f.GetName() != "cachetune_diagnose_churn_updates_total" {
 			continue
 		}
 		for _, m := range f.GetMetric() {

@@ -61,11 +61,11 @@
 // apply to both are an Option. An option out of range is an error from the
 // constructor, never adjusted. WithMetrics registers the detector's series,
 // all labelled resource: the churn detector's
-// cachetune_churn_updates_total{class}, cachetune_churn_tracked_objects,
-// cachetune_churn_evicted_objects_total, cachetune_churn_findings{kind} and,
+// cachetune_diagnose_churn_updates_total{class}, cachetune_diagnose_churn_tracked_objects,
+// cachetune_diagnose_churn_evicted_objects_total, cachetune_diagnose_churn_findings{kind} and,
 // per finding (at most WithMaxFindings series),
-// cachetune_churn_finding_updates{kind,namespace,name,managers}; the stuck
-// detector's cachetune_stuck_terminating_objects and, for the oldest objects
+// cachetune_diagnose_churn_finding_updates{kind,namespace,name,managers}; the stuck
+// detector's cachetune_diagnose_stuck_terminating_objects and, for the oldest objects
 // up to WithMaxFindings,
-// cachetune_stuck_terminating_age_seconds{namespace,name,finalizers}.
+// cachetune_diagnose_stuck_terminating_age_seconds{namespace,name,finalizers}.
 package diagnose

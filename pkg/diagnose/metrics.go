@@ -7,36 +7,36 @@ import (
 )
 
 var (
-	churnUpdatesDesc = prometheus.NewDesc("cachetune_churn_updates_total",
+	churnUpdatesDesc = prometheus.NewDesc("cachetune_diagnose_churn_updates_total",
 		"Updates observed by the churn detector, by class (spec, status, metadata, status+metadata, resource-version, unknown-body).",
 		[]string{"resource", "class"}, nil)
-	churnTrackedDesc = prometheus.NewDesc("cachetune_churn_tracked_objects",
+	churnTrackedDesc = prometheus.NewDesc("cachetune_diagnose_churn_tracked_objects",
 		"Objects whose recent updates the churn detector keeps.",
 		[]string{"resource"}, nil)
-	churnEvictedDesc = prometheus.NewDesc("cachetune_churn_evicted_objects_total",
+	churnEvictedDesc = prometheus.NewDesc("cachetune_diagnose_churn_evicted_objects_total",
 		"Objects dropped because the churn detector's cap was reached; if it grows fast, raise WithMaxObjects.",
 		[]string{"resource"}, nil)
-	churnFindingsDesc = prometheus.NewDesc("cachetune_churn_findings",
+	churnFindingsDesc = prometheus.NewDesc("cachetune_diagnose_churn_findings",
 		"Current churn findings by kind (loop, ping-pong).",
 		[]string{"resource", "kind"}, nil)
-	churnFindingDesc = prometheus.NewDesc("cachetune_churn_finding_updates",
+	churnFindingDesc = prometheus.NewDesc("cachetune_diagnose_churn_finding_updates",
 		"Updates in the window of one object flagged as a loop or ping-pong, with the managers involved.",
 		[]string{"resource", "kind", "namespace", "name", "managers"}, nil)
 
-	stuckCountDesc = prometheus.NewDesc("cachetune_stuck_terminating_objects",
+	stuckCountDesc = prometheus.NewDesc("cachetune_diagnose_stuck_terminating_objects",
 		"Objects Terminating for longer than the threshold, at the latest scan.",
 		[]string{"resource"}, nil)
-	stuckAgeDesc = prometheus.NewDesc("cachetune_stuck_terminating_age_seconds",
+	stuckAgeDesc = prometheus.NewDesc("cachetune_diagnose_stuck_terminating_age_seconds",
 		"Seconds since the deletionTimestamp of an object stuck Terminating, with its finalizers; the oldest objects up to WithMaxFindings.",
 		[]string{"resource", "namespace", "name", "finalizers"}, nil)
 )
 
 // churnCollector exports a churn detector's counts and findings to
 // Prometheus (WithMetrics):
-// cachetune_churn_updates_total{resource,class},
-// cachetune_churn_tracked_objects, cachetune_churn_evicted_objects_total,
-// cachetune_churn_findings{kind} and, per finding (at most WithMaxFindings
-// series), cachetune_churn_finding_updates{kind,namespace,name,managers}.
+// cachetune_diagnose_churn_updates_total{resource,class},
+// cachetune_diagnose_churn_tracked_objects, cachetune_diagnose_churn_evicted_objects_total,
+// cachetune_diagnose_churn_findings{kind} and, per finding (at most WithMaxFindings
+// series), cachetune_diagnose_churn_finding_updates{kind,namespace,name,managers}.
 type churnCollector struct{ d *ChurnDetector }
 
 func (c churnCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -70,8 +70,8 @@ func (c churnCollector) Collect(ch chan<- prometheus.Metric) {
 
 // stuckCollector exports a stuck detector's latest scan to Prometheus
 // (WithMetrics):
-// cachetune_stuck_terminating_objects{resource} and, for the oldest objects up
-// to WithMaxFindings, cachetune_stuck_terminating_age_seconds
+// cachetune_diagnose_stuck_terminating_objects{resource} and, for the oldest objects up
+// to WithMaxFindings, cachetune_diagnose_stuck_terminating_age_seconds
 // {resource,namespace,name,finalizers}. Ages are those of the scan; run scans
 // periodically (Run) to keep them current.
 type stuckCollector struct{ s *StuckDetector }

@@ -51,18 +51,18 @@ func TestChurnCollector(t *testing.T) {
 	q := newObject("quiet")
 	d.Observe(q.next(func(p *corev1.Pod) { p.Labels = map[string]string{"a": "b"} }))
 	want := map[string]float64{
-		"cachetune_churn_updates_total{spec,pods}":             0,
-		"cachetune_churn_updates_total{status,pods}":           4,
-		"cachetune_churn_updates_total{metadata,pods}":         1,
-		"cachetune_churn_updates_total{status+metadata,pods}":  0,
-		"cachetune_churn_updates_total{resource-version,pods}": 0,
-		"cachetune_churn_updates_total{unknown-body,pods}":     0,
-		"cachetune_churn_tracked_objects{pods}":                2,
-		"cachetune_churn_evicted_objects_total{pods}":          0,
-		"cachetune_churn_findings{loop,pods}":                  1,
-		"cachetune_churn_findings{ping-pong,pods}":             0,
+		"cachetune_diagnose_churn_updates_total{spec,pods}":             0,
+		"cachetune_diagnose_churn_updates_total{status,pods}":           4,
+		"cachetune_diagnose_churn_updates_total{metadata,pods}":         1,
+		"cachetune_diagnose_churn_updates_total{status+metadata,pods}":  0,
+		"cachetune_diagnose_churn_updates_total{resource-version,pods}": 0,
+		"cachetune_diagnose_churn_updates_total{unknown-body,pods}":     0,
+		"cachetune_diagnose_churn_tracked_objects{pods}":                2,
+		"cachetune_diagnose_churn_evicted_objects_total{pods}":          0,
+		"cachetune_diagnose_churn_findings{loop,pods}":                  1,
+		"cachetune_diagnose_churn_findings{ping-pong,pods}":             0,
 		// kind, managers, name, namespace, resource
-		"cachetune_churn_finding_updates{loop,looper,looping,ns,pods}": 4,
+		"cachetune_diagnose_churn_finding_updates{loop,looper,looping,ns,pods}": 4,
 	}
 	if diff := cmp.Diff(want, gather(t, reg)); diff != "" {
 		t.Errorf("metrics (-want +got):\n%s", diff)
@@ -82,9 +82,9 @@ func TestStuckCollector(t *testing.T) {
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "y", DeletionTimestamp: at(70 * time.Second), Finalizers: []string{"f1"}}},
 	})
 	want := map[string]float64{
-		"cachetune_stuck_terminating_objects{configmaps}": 2,
+		"cachetune_diagnose_stuck_terminating_objects{configmaps}": 2,
 		// finalizers, name, namespace, resource; only the oldest under a cap of 1
-		"cachetune_stuck_terminating_age_seconds{f1,f2,x,a,configmaps}": 90,
+		"cachetune_diagnose_stuck_terminating_age_seconds{f1,f2,x,a,configmaps}": 90,
 	}
 	if diff := cmp.Diff(want, gather(t, reg)); diff != "" {
 		t.Errorf("metrics (-want +got):\n%s", diff)

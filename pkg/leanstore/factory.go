@@ -123,8 +123,19 @@ func (c *core[K]) startedInformers() map[K]*Informer {
 }
 
 // waitForCacheSync waits until every started informer has synced or ctx ends.
+// A factory given an invalid option returns at once, every informer false:
+// its informers never list (see Informer.RunWithContext), so waiting would
+// only hang until ctx ends with the reason in a log line; Err and Status say
+// why.
 func (c *core[K]) waitForCacheSync(ctx context.Context) map[K]bool {
 	infs := c.startedInformers()
+	if c.opts.err != nil {
+		res := make(map[K]bool, len(infs))
+		for k := range infs {
+			res[k] = false
+		}
+		return res
+	}
 	checks := make([]cache.InformerSynced, 0, len(infs))
 	for _, inf := range infs {
 		checks = append(checks, inf.HasSynced)
@@ -136,6 +147,13 @@ func (c *core[K]) waitForCacheSync(ctx context.Context) map[K]bool {
 	}
 	return res
 }
+
+// Err returns the factory's first invalid option (an out-of-range
+// WithPageSize, a WithMetrics registration that failed, ...), naming it, or
+// nil. client-go's constructor signatures return no error, so a factory
+// keeps it: its informers do not run, WaitForCacheSync returns false at once,
+// and Check and every informer's Status report the same error.
+func (c *core[K]) Err() error { return c.opts.err }
 
 // Status reports every informer's list path, last list and failures.
 func (c *core[K]) Status() []Status {

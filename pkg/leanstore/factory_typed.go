@@ -261,9 +261,15 @@ func (f *TypedFactory) WaitForCacheSync(stopCh <-chan struct{}) map[reflect.Type
 	return f.waitForCacheSync(wait.ContextForChannel(stopCh))
 }
 
-// WaitForCacheSyncWithContext waits for every started informer to sync or ctx to end.
+// WaitForCacheSyncWithContext waits for every started informer to sync or ctx
+// to end. Its Err is the factory's invalid option (Err), returned at once, or
+// the cause of ctx's end when an informer has not synced.
 func (f *TypedFactory) WaitForCacheSyncWithContext(ctx context.Context) cache.SyncResult {
 	res := cache.SyncResult{Synced: f.waitForCacheSync(ctx)}
+	if err := f.Err(); err != nil {
+		res.Err = err
+		return res
+	}
 	for _, ok := range res.Synced {
 		if !ok {
 			res.Err = context.Cause(ctx)

@@ -360,7 +360,11 @@ func WithWatchIdleTimeout(d time.Duration) Option {
 	return func(o *options) { o.idleTimeout = d }
 }
 
-// WithLogger sets the logger for list and watch failures (default klog's).
+// WithLogger sets the logger for list and watch failures. The default is
+// klog.Background(), the library's one default (as in pkg/reconcile and
+// pkg/profile): the logger client-go's own informers and reflectors write
+// to, so klog.SetLogger routes both to a program's logger. logr.Discard()
+// logs nothing.
 func WithLogger(l logr.Logger) Option {
 	return func(o *options) { o.logger = l }
 }

@@ -28,6 +28,22 @@
 //	go tool pprof http://localhost:6060/debug/fgprof?seconds=10
 //	go tool pprof http://localhost:6060/debug/pprof/delta_heap?seconds=60
 //
+// # On a server the program already has
+//
+// NewHandler serves the same endpoints (with /metrics only when WithMetrics
+// asks for it) as an http.Handler, to mount on a mux of the program's own or
+// on controller-runtime's metrics server (the controllerruntime module's
+// profiling package does that):
+//
+//	h, err := profile.NewHandler(profile.WithReadiness("informers", informersSynced))
+//	if err != nil {
+//		return err
+//	}
+//	defer h.Close()
+//	for _, p := range h.Paths() {
+//		mux.Handle(p, h)
+//	}
+//
 // # Continuous profiling and labels
 //
 // WithPyroscope streams CPU, heap and goroutine profiles to a Pyroscope

@@ -8,13 +8,15 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/klog/v2"
 )
 
-// Option configures Start.
+// Option configures Start or NewHandler.
 type Option func(*options)
 
 type options struct {
 	addr             string
+	addrSet          bool // WithAddr was given: an error for NewHandler
 	registerer       prometheus.Registerer
 	readiness        []readinessCheck
 	readinessTimeout time.Duration
@@ -35,7 +37,8 @@ func defaults() options {
 		// so they are not served to the network unless asked for.
 		addr:             "127.0.0.1:6060",
 		readinessTimeout: time.Second,
-		logger:           slog.Default(),
+		// The library's one default logger: klog's (see WithLogger).
+		logger: slog.New(logr.ToSlogHandler(klog.Background())),
 	}
 }
 
@@ -61,7 +64,7 @@ func (o *options) validate() error {
 // reports the one bound. Use ":6060" to listen on every interface, for
 // example so that a Prometheus in the cluster can scrape /metrics.
 func WithAddr(addr string) Option {
-	return func(o *options) { o.addr = addr }
+	return func(o *options) { o.addr, o.addrSet = addr, true }
 }
 
 // WithMetrics registers the runtime and process collectors with r and
@@ -112,8 +115,10 @@ func WithPyroscope(cfg PyroscopeConfig) Option {
 // WithLogger sets where the server reports errors that have no caller to
 // return to: a failed Pyroscope upload, a listener that stopped. It is a
 // logr.Logger, as in client-go and controller-runtime (slog through
-// logr.FromSlogHandler). The default is slog.Default(); logr.Discard() logs
-// nothing.
+// logr.FromSlogHandler). The default is klog.Background(), as in
+// pkg/leanstore and pkg/reconcile: client-go's own components log there, so
+// one klog.SetLogger routes all of them to a program's logger.
+// logr.Discard() logs nothing.
 func WithLogger(l logr.Logger) Option {
 	return func(o *options) { o.logger = slog.New(logr.ToSlogHandler(l)) }
 }

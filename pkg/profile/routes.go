@@ -6,7 +6,7 @@ import (
 	pyroscopepprof "github.com/grafana/pyroscope-go/http/pprof"
 )
 
-// routes builds the server's mux. net/http/pprof is deliberately not
+// routes builds the endpoints' mux; /metrics only when metrics is not nil. net/http/pprof is deliberately not
 // imported: its init registers on http.DefaultServeMux, which would expose
 // profiles on any server a program starts with a nil handler.
 func routes(o options, metrics http.Handler) *http.ServeMux {
@@ -22,7 +22,9 @@ func routes(o options, metrics http.Handler) *http.ServeMux {
 	mux.HandleFunc("/debug/pprof/trace", serveTrace)
 	mux.HandleFunc("/debug/pprof/delta_heap", serveDeltaHeap)
 	mux.HandleFunc("/debug/fgprof", serveWallclock)
-	mux.Handle("/metrics", metrics)
+	if metrics != nil {
+		mux.Handle("/metrics", metrics)
+	}
 	mux.HandleFunc("/healthz", serveHealthz)
 	mux.Handle("/readyz", readyzHandler(o.readiness, o.readinessTimeout))
 	return mux

@@ -20,15 +20,14 @@ const shutdownGrace = 10 * time.Second
 // runs its Pyroscope upload when configured. Create it with Start; it stops
 // when Start's context ends or Shutdown is called, whichever comes first.
 type Server struct {
-	addr   string
-	http   *http.Server
-	logger *slog.Logger
+	addr    string
+	http    *http.Server
+	logger  *slog.Logger
+	handler *Handler // the endpoints; closing it ends long profiles in flight
 
-	cancelRequests context.CancelFunc // ends long profiles in flight
-	served         chan struct{}      // closed when http.Server.Serve returned
-	stopWatch      func() bool        // unregisters the context.AfterFunc
-	metrics        *metricsRegistration
-	pyroscope      *pyroscopeProfiler
+	served    chan struct{} // closed when http.Server.Serve returned
+	stopWatch func() bool   // unregisters the context.AfterFunc
+	pyroscope *pyroscopeProfiler
 
 	once sync.Once
 	err  error
@@ -46,6 +45,8 @@ type Server struct {
 //	/metrics                  Prometheus, with Go runtime/metrics histograms
 //	/healthz, /readyz         liveness, and readiness from WithReadiness checks
 //
+// To serve them on a server the program already has, use NewHandler.
+//
 // Start returns once the listener is bound, so Addr is valid and a request
 // sent afterwards is served. The server stops when ctx ends or Shutdown is
 // called; either way no goroutine of it is left once Shutdown returns.
@@ -58,39 +59,38 @@ func Start(ctx context.Context, opts ...Option) (*Server, error) {
 		return nil, err
 	}
 
-	metrics, err := registerMetrics(o.registerer)
+	h, err := newHandler(o, true)
 	if err != nil {
 		return nil, err
 	}
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
-		metrics.unregister()
+		h.Close()
 		return nil, fmt.Errorf("profile: listen on %q: %w", o.addr, err)
 	}
 	var pyro *pyroscopeProfiler
 	if o.pyroscope != nil {
 		if pyro, err = startPyroscope(*o.pyroscope, o.logger); err != nil {
 			ln.Close()
-			metrics.unregister()
+			h.Close()
 			return nil, err
 		}
 	}
 
-	// Requests get a context of their own that Shutdown cancels, so that a
-	// 30-second CPU or wall-clock profile in flight ends at once instead of
-	// holding the shutdown. It keeps ctx's values but not its cancellation:
-	// ctx ending triggers Shutdown, which cancels it in order.
-	reqCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s := &Server{
-		addr:           ln.Addr().String(),
-		logger:         o.logger,
-		cancelRequests: cancel,
-		served:         make(chan struct{}),
-		metrics:        metrics,
-		pyroscope:      pyro,
+		addr:      ln.Addr().String(),
+		logger:    o.logger,
+		handler:   h,
+		served:    make(chan struct{}),
+		pyroscope: pyro,
 	}
+	// Requests keep ctx's values but not its cancellation: ctx ending
+	// triggers Shutdown, which closes the handler first, so that a 30-second
+	// CPU or wall-clock profile in flight ends at once instead of holding the
+	// shutdown.
+	reqCtx := context.WithoutCancel(ctx)
 	s.http = &http.Server{
-		Handler:           routes(o, metrics.handler),
+		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return reqCtx },
 		ErrorLog:          slog.NewLogLogger(o.logger.Handler(), slog.LevelWarn),
@@ -131,7 +131,9 @@ func (s *Server) stop(ctx context.Context) error {
 }
 
 func (s *Server) shutdown(ctx context.Context) error {
-	s.cancelRequests()
+	// Closing the handler ends the profiles in flight and puts back any
+	// collectors it replaced.
+	s.handler.Close()
 	var errs []error
 	if err := s.http.Shutdown(ctx); err != nil {
 		// Handlers honour the cancelled request context; what is left is a
@@ -145,6 +147,5 @@ func (s *Server) shutdown(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	s.metrics.unregister()
 	return errors.Join(errs...)
 }

@@ -1,6 +1,7 @@
 package profile
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -35,7 +36,26 @@ func serveWallclock(w http.ResponseWriter, r *http.Request) {
 	}
 	stop := fgprof.Start(w, format)
 	sleep(r, d)
-	// The headers are sent with the first byte; a failed write has nobody
-	// left to tell.
-	_ = stop()
+	if err := stopWallclock(stop); errors.Is(err, errNoSample) {
+		serveError(w, http.StatusServiceUnavailable, err.Error())
+	}
+	// Otherwise the headers are sent with the first byte; a failed write has
+	// nobody left to tell.
+}
+
+// errNoSample is a wall-clock profile that ended before its first sample.
+var errNoSample = errors.New("fgprof: the request ended before the profile's first sample")
+
+// stopWallclock stops an fgprof profile and writes it. fgprof (v0.9.5)
+// divides by its sample count, so a profile ended before its first sample
+// (the request cancelled within about 10 ms, by its client or a shutdown)
+// panics before writing anything; that is errNoSample, not a panic of the
+// handler. Its sampling goroutine has ended by then.
+func stopWallclock(stop func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w (%v)", errNoSample, p)
+		}
+	}()
+	return stop()
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/klog/v2"
 )
 
 // Option configures a Loop.
@@ -40,7 +41,9 @@ func defaults() options {
 		// race on a real cluster, short enough to feel immediate.
 		conflictDelay:   100 * time.Millisecond,
 		conflictRetries: 3,
-		logger:          slog.Default(),
+		// The library's one default logger: klog's, where client-go's own
+		// components log (see WithLogger).
+		logger:          slog.New(logr.ToSlogHandler(klog.Background())),
 		hookTimeout:     10 * time.Second,
 		hookConcurrency: 2,
 	}
@@ -119,7 +122,9 @@ func WithParkedRecheck(d time.Duration) Option {
 // WithLogger sets the logger for reconcile traces and loop messages, a
 // logr.Logger as in client-go and controller-runtime (klog, zapr, or slog
 // through logr.FromSlogHandler). Messages at slog's levels map to logr's
-// verbosity: Info is V(0), Debug is V(4). The default is slog.Default();
+// verbosity: Info is V(0), Debug is V(4). The default is klog.Background(),
+// as in pkg/leanstore and pkg/profile: client-go's own components log there,
+// so one klog.SetLogger routes all of them to a program's logger.
 // logr.Discard() logs nothing.
 func WithLogger(l logr.Logger) Option {
 	return func(o *options) { o.logger = slog.New(logr.ToSlogHandler(l)) }

@@ -18,7 +18,12 @@
 //
 //	go run ./examples/appconfig-operator --kubeconfig ~/.kube/config
 //
-// The manager serves metrics (leanstore's among them) on --metrics-bind-address
+// The manager serves metrics (leanstore's among them) and pkg/profile's
+// profiles on --metrics-bind-address:
+//
+//	go tool pprof http://127.0.0.1:8080/debug/pprof/heap
+//	go tool pprof 'http://127.0.0.1:8080/debug/fgprof?seconds=10'
+//
 // and /readyz, which fails while an informer is not synced or is failing, on
 // --health-probe-bind-address. Stop it with Ctrl-C.
 package main

@@ -3,7 +3,7 @@ module github.com/cachetune/cachetune/internal/upstream/samplecontroller
 go 1.26.0
 
 require (
-	github.com/cachetune/cachetune v0.0.0
+	github.com/cachetune/cachetune v0.1.0
 	golang.org/x/time v0.15.0
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
@@ -65,4 +65,7 @@ require (
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 )
 
+// Development inside the checkout builds against the root module beside it.
+// Go ignores this line when the module is a dependency: users get the root
+// module at the version required above (the Makefile's RELEASE_VERSION).
 replace github.com/cachetune/cachetune => ../../..

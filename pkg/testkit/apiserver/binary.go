@@ -14,8 +14,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/cachetune/cachetune/internal/checkout"
 )
 
 // EnvBinary names the environment variable that points at a prebuilt server binary.
@@ -37,12 +35,19 @@ const ldflags = "-X k8s.io/component-base/version.gitVersion=v1.37.2 " +
 // Binary returns the path of the server binary, building it first when it is
 // missing or older than its sources.
 //
-// The binary is looked up in this order: the EnvBinary environment variable; then
-// bin/cachetune-kube-apiserver in the cachetune repository that contains the working
-// directory, rebuilt from tools/kubeapiserver when the hash of that module's sources
-// changed. The first build takes about 8 minutes on 2 cores; later calls return at
-// once. Concurrent callers (test packages run in parallel) build it only once: a file
-// lock serialises them. Progress lines go to progress when it is not nil.
+// The binary is looked up in this order: the EnvBinary environment variable;
+// then bin/cachetune-kube-apiserver in the cachetune checkout that contains
+// the working directory, or else in the one this package was compiled from
+// (a replace directive pointing at a checkout), rebuilt from tools/kubeapiserver
+// when the hash of that module's sources changed; then, when this package
+// comes from the module cache at a version (another module's go get), the
+// binary built from the nested module github.com/cachetune/cachetune/tools/kubeapiserver
+// at the same version, fetched with go mod download into the user's cache
+// directory (os.UserCacheDir()/cachetune/kube-apiserver/VERSION) and built
+// there. The first build takes about 8 minutes on 2 cores; later calls
+// return at once. Concurrent callers (test packages run in parallel) build it
+// only once: a file lock serialises them. Progress lines go to progress when
+// it is not nil.
 func Binary(ctx context.Context, progress io.Writer) (string, error) {
 	if p := os.Getenv(EnvBinary); p != "" {
 		if _, err := os.Stat(p); err != nil {
@@ -50,26 +55,24 @@ func Binary(ctx context.Context, progress io.Writer) (string, error) {
 		}
 		return p, nil
 	}
-	root, err := repoRoot()
+	s, err := findSource(ctx, progress)
 	if err != nil {
 		return "", err
 	}
-	src := filepath.Join(root, sourceDir)
-	key, err := sourceHash(src)
+	key, err := sourceHash(s.src)
 	if err != nil {
-		return "", fmt.Errorf("hash %s: %w", src, err)
+		return "", fmt.Errorf("hash %s: %w", s.src, err)
 	}
-	binDir := filepath.Join(root, "bin")
-	bin := filepath.Join(binDir, binaryName)
+	bin := filepath.Join(s.binDir, binaryName)
 	stamp := bin + ".sha256"
 	if upToDate(bin, stamp, key) {
 		return bin, nil
 	}
 
-	if err := os.MkdirAll(binDir, 0o755); err != nil {
+	if err := os.MkdirAll(s.binDir, 0o755); err != nil {
 		return "", err
 	}
-	unlock, err := lockFile(filepath.Join(binDir, "."+binaryName+".lock"))
+	unlock, err := lockFile(filepath.Join(s.binDir, "."+binaryName+".lock"))
 	if err != nil {
 		return "", err
 	}
@@ -79,13 +82,13 @@ func Binary(ctx context.Context, progress io.Writer) (string, error) {
 	}
 
 	if progress != nil {
-		fmt.Fprintf(progress, "building the local kube-apiserver from %s (the first build takes about 8 minutes on 2 cores; later runs reuse it)\n", sourceDir)
+		fmt.Fprintf(progress, "building the local kube-apiserver from %s (the first build takes about 8 minutes on 2 cores; later runs reuse it)\n", s.src)
 	}
 	start := time.Now()
 	tmp := bin + ".tmp"
 	// -v lists each package as it is compiled: progress every 30 s.
 	cmd := exec.CommandContext(ctx, "go", "build", "-v", "-ldflags", ldflags, "-o", tmp, ".")
-	cmd.Dir = src
+	cmd.Dir = s.src
 	cmd.Env = append(os.Environ(), "GOWORK=off")
 	out := &buildOutput{}
 	cmd.Stdout, cmd.Stderr = out, out
@@ -93,7 +96,7 @@ func Binary(ctx context.Context, progress io.Writer) (string, error) {
 	err = cmd.Run()
 	stop()
 	if err != nil {
-		return "", fmt.Errorf("build the local kube-apiserver in %s: %w\n%s", src, err, out.output())
+		return "", fmt.Errorf("build the local kube-apiserver in %s: %w\n%s", s.src, err, out.output())
 	}
 	if err := os.Rename(tmp, bin); err != nil {
 		return "", err
@@ -113,16 +116,6 @@ func upToDate(bin, stamp, key string) bool {
 	}
 	b, err := os.ReadFile(stamp)
 	return err == nil && strings.TrimSpace(string(b)) == key
-}
-
-// repoRoot returns the root of the checkout that holds the nested server
-// module, or an error that says how to do without one.
-func repoRoot() (string, error) {
-	root, err := checkout.Root(sourceDir)
-	if errors.Is(err, checkout.ErrNotFound) {
-		return "", fmt.Errorf("%w: set %s to a server built in one (`go run ./cmd/cachebench apiserver --build-only` there prints its path)", err, EnvBinary)
-	}
-	return root, err
 }
 
 // sourceHash hashes the files that determine the binary: go.mod, go.sum and the Go

@@ -28,22 +28,24 @@
 //  1. the file the CACHETUNE_KUBE_APISERVER environment variable (EnvBinary)
 //     names; nothing is looked up or built;
 //  2. bin/cachetune-kube-apiserver in the cachetune checkout that holds the
-//     working directory, built from tools/kubeapiserver when missing or older
-//     than its sources (about 8 minutes on 2 cores the first time; later runs
-//     reuse it and a server is ready in a few seconds).
+//     working directory, or else in the one this package was compiled from (a
+//     replace directive pointing at a checkout), built from tools/kubeapiserver
+//     when missing or older than its sources;
+//  3. from another module that requires cachetune at a version (go get), the
+//     nested module github.com/cachetune/cachetune/tools/kubeapiserver at the
+//     same version (it is tagged with every release), fetched with
+//     `go mod download` through GOPROXY into os.UserCacheDir()/cachetune/
+//     kube-apiserver/VERSION and built there, where it is the main module, so
+//     that the replace directives k8s.io/kubernetes needs apply.
 //
-// Inside a cachetune checkout nothing needs setting. From another module (a
-// controller's own tests that import this package) there are no server
-// sources to build: the module proxy does not ship nested modules with the
-// root one, and tools/kubeapiserver needs the replace directives that
-// k8s.io/kubernetes requires, which go install refuses. Build the binary once
-// in a checkout of cachetune at the version your go.mod requires, and point
-// the variable at it:
-//
-//	# in the cachetune checkout: builds (or finds) the binary, prints its path
-//	export CACHETUNE_KUBE_APISERVER=$(go run ./cmd/cachebench apiserver --build-only)
-//	# then, in your module
-//	go test ./...
+// The first build takes about 8 minutes on 2 cores; later runs reuse it, and a
+// server is ready in a few seconds. Main builds before the tests run, so
+// go test's -timeout does not count the build; a program calling Start
+// should allow for it (Options.Progress shows what happens). Nothing needs
+// setting in either case. With a vendored copy of this package there is
+// nothing to build from: set the variable to a binary built elsewhere
+// (`go run ./cmd/cachebench apiserver --build-only` in a checkout prints its
+// path).
 //
 // # envtest
 //

@@ -40,23 +40,24 @@ var envtestBinaries = []envtestBinary{
 // starts them, with nothing downloaded.
 //
 // Both come from the nested module tools/kubeapiserver (Kubernetes v1.37.2 and
-// the etcd it pins). An empty dir means bin/envtest in the cachetune checkout
-// that contains the working directory. The binaries are rebuilt only when that
+// the etcd it pins), found as Binary finds them: in a checkout, or fetched
+// at this package's version from the module cache. An empty dir means
+// envtest beside the server binary: bin/envtest in a checkout. The binaries are rebuilt only when that
 // module's sources or the Go version changed; a file lock makes concurrent callers
 // build once. Progress lines go to progress when it is not nil. There is no
 // kubectl: envtest needs one only when a test calls ControlPlane.KubeCtl.
 func EnvtestAssets(ctx context.Context, dir string, progress io.Writer) (string, error) {
-	root, err := repoRoot()
+	s, err := findSource(ctx, progress)
 	if err != nil {
 		return "", err
 	}
 	if dir == "" {
-		dir = filepath.Join(root, "bin", "envtest")
+		dir = filepath.Join(s.binDir, "envtest")
 	}
 	if dir, err = filepath.Abs(dir); err != nil {
 		return "", err
 	}
-	src := filepath.Join(root, sourceDir)
+	src := s.src
 	key, err := envtestHash(src)
 	if err != nil {
 		return "", fmt.Errorf("hash %s: %w", src, err)
@@ -84,7 +85,7 @@ func EnvtestAssets(ctx context.Context, dir string, progress io.Writer) (string,
 
 	for _, b := range envtestBinaries {
 		if progress != nil {
-			fmt.Fprintf(progress, "building envtest's %s from %s (minutes the first time; later runs reuse it)\n", b.name, sourceDir)
+			fmt.Fprintf(progress, "building envtest's %s from %s (minutes the first time; later runs reuse it)\n", b.name, src)
 		}
 		start := time.Now()
 		out := filepath.Join(dir, b.name)

@@ -31,14 +31,13 @@ func ExampleStart() {
 	fmt.Println(len(nss.Items), "namespaces")
 }
 
-// In a module other than cachetune's there are no server sources to build:
-// build the binary once in a cachetune checkout, where
+// EnvBinary names a server built elsewhere (in a cachetune checkout,
 //
 //	go run ./cmd/cachebench apiserver --build-only
 //
-// prints its path, and export EnvBinary with that path where the tests run.
-// Binary, and so Start and Main, then use that file and build nothing. Here
-// the test binary itself stands in for the server.
+// prints its path): Binary, and so Start and Main, then use that file and
+// build nothing, in this checkout or in another module. Here the test binary
+// itself stands in for the server.
 func ExampleBinary() {
 	if old, ok := os.LookupEnv(apiserver.EnvBinary); ok {
 		defer os.Setenv(apiserver.EnvBinary, old)

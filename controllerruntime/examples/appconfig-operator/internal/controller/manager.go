@@ -16,7 +16,9 @@ import (
 
 	demov1 "github.com/cachetune/cachetune/controllerruntime/examples/appconfig-operator/api/v1"
 	"github.com/cachetune/cachetune/controllerruntime/leancache"
+	"github.com/cachetune/cachetune/controllerruntime/profiling"
 	"github.com/cachetune/cachetune/pkg/leanstore"
+	"github.com/cachetune/cachetune/pkg/profile"
 )
 
 // NewScheme is client-go's types plus this operator's API.
@@ -34,8 +36,9 @@ func NewScheme() (*runtime.Scheme, error) {
 // NewManager returns the operator's manager, its reconciler registered, with
 // leanstore's informers under its cache: managedFields and kubectl's
 // last-applied annotation stripped from every cached object, and only the
-// ConfigMaps this operator renders cached. opts may set the metrics and probe
-// addresses; Scheme, NewCache and Cache are the operator's.
+// ConfigMaps this operator renders cached. Its metrics server also serves
+// pkg/profile's endpoints (/debug/pprof/, /debug/fgprof). opts may set the
+// metrics and probe addresses; Scheme, NewCache and Cache are the operator's.
 func NewManager(ctx context.Context, cfg *rest.Config, opts ctrl.Options) (ctrl.Manager, *leancache.Cache, error) {
 	scheme, err := NewScheme()
 	if err != nil {
@@ -61,6 +64,15 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts ctrl.Options) (ctrl.
 	}
 	if err := mgr.AddReadyzCheck("informers", lean.Checker()); err != nil {
 		return nil, nil, err
+	}
+	// Profiles (pprof, fgprof, heap growth) on the metrics server, behind
+	// whatever filter guards /metrics.
+	profiles, err := profile.NewHandler()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := profiling.AddToManager(mgr, profiles); err != nil {
+		return nil, nil, fmt.Errorf("serve profiles on the metrics server: %w", err)
 	}
 	r := &AppConfigReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme()}
 	if err := r.SetupWithManager(ctx, mgr); err != nil {
