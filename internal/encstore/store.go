@@ -24,13 +24,14 @@ type Options struct {
 	KeyFunc cache.KeyFunc
 	// Indexers are the store's indexes, as in cache.NewIndexer.
 	Indexers cache.Indexers
-	// Compression is how kept bytes are compressed; the default is ZstdDict.
+	// Compression is how kept bytes are compressed; the default is S2Dict.
 	Compression Compression
 	// DictSamples is the number of first objects a dictionary is trained on
-	// (ZstdDict); 0 means 256. Until then objects are kept uncompressed, and
+	// (S2Dict, ZstdDict); 0 means 256. Until then objects are kept uncompressed, and
 	// compressed once the dictionary exists.
 	DictSamples int
-	// DictSize is the largest dictionary in bytes; 0 means 32 KiB.
+	// DictSize is the largest dictionary in bytes; 0 means 64 KiB for S2Dict
+	// (S2's largest) and 32 KiB for ZstdDict.
 	DictSize int
 	// HotCacheBytes bounds the decoded objects kept for repeated reads, in
 	// estimated bytes of heap; 0 means 4 MiB, a negative value turns the hot
@@ -100,12 +101,15 @@ func New(o Options) (*Store, error) {
 	}
 	if o.DictSize <= 0 {
 		o.DictSize = defaultDictSize
+		if o.Compression == S2Dict {
+			o.DictSize = 64 << 10
+		}
 	}
 	if o.HotCacheBytes == 0 {
 		o.HotCacheBytes = defaultHotCacheBytes
 	}
 	switch o.Compression {
-	case ZstdDict, Zstd, NoCompression:
+	case ZstdDict, Zstd, NoCompression, S2Dict:
 	default:
 		return nil, fmt.Errorf("encstore: unknown compression %d", o.Compression)
 	}

@@ -45,6 +45,8 @@ var diffConfigs = []struct {
 	{"zstd-dict", encstore.Options{Compression: encstore.ZstdDict, DictSamples: 8}},
 	{"zstd-dict-no-hot-cache", encstore.Options{Compression: encstore.ZstdDict, DictSamples: 8, HotCacheBytes: -1}},
 	{"zstd-dict-tiny-hot-cache", encstore.Options{Compression: encstore.ZstdDict, DictSamples: 8, HotCacheBytes: 8 << 10}},
+	{"s2-dict", encstore.Options{Compression: encstore.S2Dict, DictSamples: 8}},
+	{"s2-dict-tiny-hot-cache", encstore.Options{Compression: encstore.S2Dict, DictSamples: 8, HotCacheBytes: 8 << 10}},
 }
 
 // randomPod is one of a few names in a few namespaces, with random labels and

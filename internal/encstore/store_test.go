@@ -215,7 +215,13 @@ func mustMarshal(t *testing.T, p *corev1.Pod) []byte {
 }
 
 func TestDictionaryIsTrainedOnTheFirstObjects(t *testing.T) {
-	s, _ := newStore(t, encstore.Options{DictSamples: 64})
+	for _, c := range []encstore.Compression{encstore.ZstdDict, encstore.S2Dict} {
+		t.Run(c.String(), func(t *testing.T) { testDictionaryTrained(t, c) })
+	}
+}
+
+func testDictionaryTrained(t *testing.T, c encstore.Compression) {
+	s, _ := newStore(t, encstore.Options{DictSamples: 64, Compression: c})
 	pods := storedPods(200, dataset.PodsUnique)
 	for _, p := range pods[:63] {
 		if err := s.Add(p.DeepCopy()); err != nil {

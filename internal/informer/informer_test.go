@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
@@ -226,5 +227,84 @@ func TestTheInformerRunsOverClientGoStore(t *testing.T) {
 	obj, exists, err := inf.GetStore().GetByKey("ns/a")
 	if err != nil || !exists || obj.(*corev1.Pod).Labels["v"] != "new" {
 		t.Fatalf("store holds %v (exists %v, err %v), want the new object", obj, exists, err)
+	}
+}
+
+// TestDynamicAndMetadataObjects runs the informer over encoded stores of
+// unstructured objects (CBOR) and of PartialObjectMetadata (protobuf, with
+// their TypeMeta), as dynamic and metadata-only informers hold them.
+func TestDynamicAndMetadataObjects(t *testing.T) {
+	cases := []struct {
+		name    string
+		example runtime.Object
+		codec   encstore.Codec
+		obj     func(label string) runtime.Object
+		label   func(obj any) string
+	}{
+		{
+			name:    "unstructured",
+			example: &unstructured.Unstructured{},
+			codec:   encstore.UnstructuredCBOR(),
+			obj: func(label string) runtime.Object {
+				return &unstructured.Unstructured{Object: map[string]any{
+					"apiVersion": "example.com/v1", "kind": "Widget",
+					"metadata": map[string]any{"name": "w", "namespace": "ns", "labels": map[string]any{"v": label}},
+					"spec":     map[string]any{"size": int64(3)},
+				}}
+			},
+			label: func(obj any) string { return obj.(*unstructured.Unstructured).GetLabels()["v"] },
+		},
+		{
+			name:    "metadata",
+			example: &metav1.PartialObjectMetadata{},
+			codec:   encstore.Protobuf(func() runtime.Object { return &metav1.PartialObjectMetadata{} }),
+			obj: func(label string) runtime.Object {
+				return &metav1.PartialObjectMetadata{
+					TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+					ObjectMeta: metav1.ObjectMeta{Name: "w", Namespace: "ns", Labels: map[string]string{"v": label}},
+				}
+			},
+			label: func(obj any) string { return obj.(*metav1.PartialObjectMetadata).Labels["v"] },
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			source := newFakeControllerSource(t)
+			source.Add(c.obj("old"))
+			inf, err := NewWithStore(source, c.example, Options{NewStore: encstore.NewIndexer(encstore.Options{Codec: c.codec})})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var mu sync.Mutex
+			var updates [][2]string
+			got := make(chan struct{}, 1)
+			if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(old, new any) {
+				mu.Lock()
+				updates = append(updates, [2]string{c.label(old), c.label(new)})
+				mu.Unlock()
+				got <- struct{}{}
+			}}); err != nil {
+				t.Fatal(err)
+			}
+			run(t, inf)
+			source.Modify(c.obj("new"))
+			select {
+			case <-got:
+			case <-time.After(wait.ForeverTestTimeout):
+				t.Fatal("no update")
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if updates[0] != [2]string{"old", "new"} {
+				t.Fatalf("update %v, want old to new", updates[0])
+			}
+			obj, exists, err := inf.GetStore().GetByKey("ns/w")
+			if err != nil || !exists || c.label(obj) != "new" {
+				t.Fatalf("store holds %v (exists %v, err %v)", obj, exists, err)
+			}
+			if c.name == "metadata" && obj.(*metav1.PartialObjectMetadata).Kind != "Pod" {
+				t.Fatalf("a PartialObjectMetadata read back without its kind: %+v", obj)
+			}
+		})
 	}
 }
