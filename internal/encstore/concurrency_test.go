@@ -68,6 +68,11 @@ func TestReadsDuringWritesAndTraining(t *testing.T) {
 					t.Fatalf("%s at %s after the writes, want 2%s", p.Name, got.ResourceVersion, p.ResourceVersion)
 				}
 			}
+			// No object stays uncompressed (about 4.6 KB) once the
+			// dictionary exists (about 1 KB with it).
+			if st := s.Stats(); st.DictBytes == 0 || st.KeptBytes/int64(st.Objects) > 2500 {
+				t.Fatalf("%d bytes kept per object, dictionary of %d bytes: objects were left uncompressed", st.KeptBytes/int64(st.Objects), st.DictBytes)
+			}
 		})
 	}
 }

@@ -8,8 +8,10 @@ import (
 
 // hotCache keeps the objects read last, decoded, up to a budget in bytes, and
 // evicts the least recently read first. It is keyed by store key and checked
-// against the resourceVersion the store holds, so an object that changed is
-// never served from it.
+// against the version the store holds: the kept bytes themselves (their first
+// byte's address), which change with every stored change, resourceVersion or
+// not, and which the cache's item keeps alive so that the address cannot be
+// reused. An object that changed is never served from it.
 //
 // Its objects are never handed out: a hit returns a deep copy, which the
 // caller owns as it would own a freshly decoded object.
@@ -27,7 +29,7 @@ type hotCache struct {
 
 type hotItem struct {
 	key        string
-	rv         string
+	ver        *byte
 	obj        runtime.Object
 	size       int64
 	prev, next *hotItem
@@ -39,16 +41,16 @@ func newHotCache(budget int64) *hotCache {
 	return h
 }
 
-// get returns the cached object of key at resourceVersion rv, not a copy: the
-// caller must copy it before handing it out.
-func (h *hotCache) get(key, rv string) (runtime.Object, bool) {
+// get returns the cached object of key at version ver, not a copy: the caller
+// must copy it before handing it out.
+func (h *hotCache) get(key string, ver *byte) (runtime.Object, bool) {
 	if h == nil {
 		return nil, false
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	it, ok := h.items[key]
-	if !ok || it.rv != rv {
+	if !ok || it.ver != ver {
 		h.misses++
 		return nil, false
 	}
@@ -58,8 +60,8 @@ func (h *hotCache) get(key, rv string) (runtime.Object, bool) {
 	return it.obj, true
 }
 
-// put caches obj, which nobody else may hold, as key at rv.
-func (h *hotCache) put(key, rv string, obj runtime.Object, size int64) {
+// put caches obj, which nobody else may hold, as key at version ver.
+func (h *hotCache) put(key string, ver *byte, obj runtime.Object, size int64) {
 	if h == nil || size > h.budget {
 		return
 	}
@@ -68,7 +70,7 @@ func (h *hotCache) put(key, rv string, obj runtime.Object, size int64) {
 	if old, ok := h.items[key]; ok {
 		h.removeLocked(old)
 	}
-	it := &hotItem{key: key, rv: rv, obj: obj, size: size}
+	it := &hotItem{key: key, ver: ver, obj: obj, size: size}
 	h.items[key] = it
 	h.pushFront(it)
 	h.used += size
@@ -77,9 +79,9 @@ func (h *hotCache) put(key, rv string, obj runtime.Object, size int64) {
 	}
 }
 
-// take removes key's object and returns it, when it is cached at rv: the
-// caller then owns it.
-func (h *hotCache) take(key, rv string) (runtime.Object, bool) {
+// take removes key's object and returns it, when it is cached at version
+// ver: the caller then owns it.
+func (h *hotCache) take(key string, ver *byte) (runtime.Object, bool) {
 	if h == nil {
 		return nil, false
 	}
@@ -90,7 +92,7 @@ func (h *hotCache) take(key, rv string) (runtime.Object, bool) {
 		return nil, false
 	}
 	h.removeLocked(it)
-	if it.rv != rv {
+	if it.ver != ver {
 		return nil, false
 	}
 	return it.obj, true

@@ -77,9 +77,11 @@ type Store struct {
 // entry is one kept object.
 type entry struct {
 	// data is a format byte and the codec's bytes, maybe compressed; never
-	// changed once stored, so readers decode it outside the lock.
+	// changed once stored, so readers decode it outside the lock. A stored
+	// change always stores new bytes: the hot cache takes their address as
+	// the version of the object (see version).
 	data []byte
-	// rv is the object's resourceVersion, which the hot cache checks.
+	// rv is the object's resourceVersion.
 	rv string
 	// values are the object's index values, one list per index (in the
 	// order of index.names), computed when it was stored.
@@ -87,6 +89,9 @@ type entry struct {
 }
 
 var _ cache.Indexer = (*Store)(nil)
+
+// version identifies the stored version of an entry for the hot cache.
+func (e entry) version() *byte { return &e.data[0] }
 
 // New returns an empty Store.
 func New(o Options) (*Store, error) {
@@ -196,6 +201,11 @@ func (s *Store) storeLocked(p prepared) (old entry, existed bool, err error) {
 		return entry{}, false, err
 	}
 	p.e.values = values
+	if p.e.data[0] == formatPlain {
+		// Stored plain while the dictionary was being trained: the pass
+		// that compresses such objects (afterStore) may have run already.
+		p.e.data = s.comp.recompress(p.e.data)
+	}
 	old, existed = s.items[p.key]
 	s.items[p.key] = p.e
 	s.index.update(p.key, old.values, p.e.values)
@@ -203,7 +213,10 @@ func (s *Store) storeLocked(p prepared) (old entry, existed bool, err error) {
 }
 
 // afterStore trains the dictionary when enough objects were collected, and
-// compresses with it the objects kept plain until then.
+// compresses with it the objects kept plain until then. An object kept plain
+// by a writer that raced with the training is compressed when it is stored,
+// if the dictionary exists by then (storeLocked), or by this pass, which
+// starts after the dictionary exists and holds the lock.
 func (s *Store) afterStore(train bool) {
 	if !train || !s.comp.trainDict() {
 		return
@@ -280,7 +293,7 @@ func (s *Store) put(obj any, data []byte, keepSame bool) (existed bool, oldRV st
 	}
 	var cached runtime.Object
 	if existed {
-		cached, _ = s.hot.take(p.key, prev.rv)
+		cached, _ = s.hot.take(p.key, prev.version())
 	} else {
 		s.hot.drop(p.key)
 	}
@@ -432,7 +445,7 @@ func (s *Store) GetByKey(key string) (item any, exists bool, err error) {
 // read returns e decoded for the caller, from the hot cache when it can;
 // remember puts what it decodes into the hot cache.
 func (s *Store) read(key string, e entry, remember bool) (runtime.Object, error) {
-	if obj, ok := s.hot.get(key, e.rv); ok {
+	if obj, ok := s.hot.get(key, e.version()); ok {
 		return obj.DeepCopyObject(), nil
 	}
 	obj, raw, err := s.decodeRaw(key, e)
@@ -440,7 +453,7 @@ func (s *Store) read(key string, e entry, remember bool) (runtime.Object, error)
 		return nil, err
 	}
 	if remember && s.hot != nil {
-		s.hot.put(key, e.rv, obj.DeepCopyObject(), s.sizer.size(obj, raw))
+		s.hot.put(key, e.version(), obj.DeepCopyObject(), s.sizer.size(obj, raw))
 	}
 	return obj, nil
 }
