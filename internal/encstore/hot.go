@@ -110,18 +110,6 @@ func (h *hotCache) drop(key string) {
 	}
 }
 
-// clear forgets everything.
-func (h *hotCache) clear() {
-	if h == nil {
-		return
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.items = map[string]*hotItem{}
-	h.head.prev, h.head.next = &h.head, &h.head
-	h.used = 0
-}
-
 func (h *hotCache) stats() (used int64, n int, hits, misses uint64) {
 	if h == nil {
 		return 0, 0, 0, 0

@@ -104,7 +104,7 @@ func runDiff(t *testing.T, o encstore.Options, seed uint64) {
 	d := &differ{t: t, seed: seed, want: cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, diffIndexers()), got: got}
 	rng := rand.New(rand.NewPCG(seed, 42))
 	rv := 1
-	for d.step = 0; d.step < 150; d.step++ {
+	for d.step = 0; d.step < 120; d.step++ {
 		rv++
 		switch op := rng.IntN(10); op {
 		case 0, 1, 2:

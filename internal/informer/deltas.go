@@ -218,7 +218,7 @@ func processDeltasInBatch(
 				handler.OnDelete(obj)
 			})
 		default:
-			return fmt.Errorf("Delta type %s is not supported in batch processing", d.Type)
+			return fmt.Errorf("delta type %s is not supported in batch processing", d.Type)
 		}
 	}
 

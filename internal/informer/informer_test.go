@@ -150,11 +150,11 @@ func TestAnUnchangedRelistDecodesAndEncodesNothing(t *testing.T) {
 	}
 	var lists atomic.Int32
 	lw := &cache.ListWatch{
-		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
+		ListWithContextFunc: func(_ context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			lists.Add(1)
 			return source.List(o)
 		},
-		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) { return source.Watch(o) },
+		WatchFuncWithContext: func(_ context.Context, o metav1.ListOptions) (watch.Interface, error) { return source.Watch(o) },
 	}
 	inf, codec := newCountingInformer(t, lw, time.Second)
 	ev := newEvents()

@@ -15,8 +15,9 @@ limitations under the License.
 */
 
 // This file is client-go v0.37.2's sharedProcessor and processorListener
-// (tools/cache/shared_informer.go), unchanged but for the package qualifiers
-// and anySyncing, which package informer adds.
+// (tools/cache/shared_informer.go), unchanged but for the package qualifiers,
+// the ring buffer's typed constructor (the untyped one is deprecated) and
+// anySyncing, which package informer adds.
 
 package informer
 
@@ -261,7 +262,7 @@ type processorListener struct {
 	// pendingNotifications is an unbounded ring buffer that holds all notifications not yet distributed.
 	// There is one per listener, but a failing/stalled listener will have infinite pendingNotifications
 	// added until we OOM.
-	pendingNotifications buffer.RingGrowing
+	pendingNotifications buffer.TypedRingGrowing[any]
 	// pendingNotificationsLength tracks pendingNotifications size and is only mutated by pop().
 	// run() reads this to decide when to enable expensive time tracing.
 	pendingNotificationsLength atomic.Int64
@@ -318,7 +319,7 @@ func newProcessListener(logger klog.Logger, handler cache.ResourceEventHandler, 
 		handler:               handler,
 		handlerName:           handlerName,
 		syncTracker:           synctrack.NewSingleFileTracker(fmt.Sprintf("%s + event handler %s", hasSynced.Name(), handlerName)),
-		pendingNotifications:  *buffer.NewRingGrowing(bufferSize),
+		pendingNotifications:  *buffer.NewTypedRingGrowing[any](buffer.RingGrowingOptions{InitialSize: bufferSize}),
 		requestedResyncPeriod: requestedResyncPeriod,
 		resyncPeriod:          resyncPeriod,
 	}
