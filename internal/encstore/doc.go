@@ -76,6 +76,10 @@
 //   - Storing a changed Pod (a watch's update): encoding and compressing,
 //     about 1.3 decodes with S2Dict, three to four with ZstdDict;
 //     client-go stores a pointer, at about a fortieth of it.
+//   - A re-list of the 10,000 Pods, a tenth of them changed
+//     (BenchmarkRelist): 1.8 times the CPU of client-go's Replace, in place;
+//     3.9 MB of garbage against client-go's 1.8 MB (its new map and index,
+//     built beside the old ones).
 //   - A reconcile that Gets a Pod and Lists its namespace (100 Pods): 1.15
 //     times client-go with a DeepCopy of every Pod read, 90 times client-go
 //     without copies (CPU time).
