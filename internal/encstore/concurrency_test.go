@@ -1,0 +1,78 @@
+package encstore_test
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/cachetune/cachetune/internal/encstore"
+)
+
+// TestReadsDuringWritesAndTraining reads from several goroutines while one
+// writes, across the dictionary's training, with a small hot cache: run with
+// -race. Every read must return a whole object of a version that was written.
+func TestReadsDuringWritesAndTraining(t *testing.T) {
+	for _, c := range []encstore.Compression{encstore.ZstdDict, encstore.S2Dict} {
+		t.Run(c.String(), func(t *testing.T) {
+			s, _ := newStore(t, encstore.Options{Compression: c, DictSamples: 32, HotCacheBytes: 64 << 10})
+			pods := storedPods(80, "")
+			done := make(chan struct{})
+			var wg sync.WaitGroup
+			errs := make(chan error, 8)
+			for r := range 4 {
+				wg.Go(func() {
+					for i := 0; ; i++ {
+						select {
+						case <-done:
+							return
+						default:
+						}
+						p := pods[(i*31+r)%len(pods)]
+						obj, exists, err := s.GetByKey(keyOf(p))
+						if err == nil && exists && obj.(*corev1.Pod).Name != p.Name {
+							err = fmt.Errorf("read %s for %s", obj.(*corev1.Pod).Name, p.Name)
+						}
+						if err == nil && i%20 == 0 {
+							_, err = s.ByIndex(cache.NamespaceIndex, p.Namespace)
+						}
+						if err == nil && i%50 == 0 {
+							_, err = s.ListErr()
+						}
+						if err != nil {
+							errs <- err
+							return
+						}
+					}
+				})
+			}
+			for round := range 2 {
+				for _, p := range pods {
+					q := p.DeepCopy()
+					q.ResourceVersion = fmt.Sprintf("%d%s", round, p.ResourceVersion)
+					if err := s.Update(q); err != nil {
+						t.Error(err)
+					}
+				}
+			}
+			close(done)
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Error(err)
+			}
+			for _, p := range pods {
+				if got := getPod(t, s, keyOf(p)); got.ResourceVersion != "1"+p.ResourceVersion {
+					t.Fatalf("%s at %s after the writes, want 1%s", p.Name, got.ResourceVersion, p.ResourceVersion)
+				}
+			}
+			// No object stays uncompressed (about 4.6 KB) once the
+			// dictionary exists (about 1 KB with it).
+			if st := s.Stats(); st.DictBytes == 0 || st.KeptBytes/int64(st.Objects) > 2500 {
+				t.Fatalf("%d bytes kept per object, dictionary of %d bytes: objects were left uncompressed", st.KeptBytes/int64(st.Objects), st.DictBytes)
+			}
+		})
+	}
+}
