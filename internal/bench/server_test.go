@@ -102,10 +102,15 @@ func TestServerSamplerCost(t *testing.T) {
 	if err != nil {
 		t.Skipf("no /proc: %v", err)
 	}
+	// It samples every serverSampleEvery: wait for a sample (bounded) rather
+	// than sleep a few periods, which a loaded machine may not give it.
 	from := time.Now()
-	time.Sleep(3 * serverSampleEvery)
+	c := live.cost(from, time.Now())
+	for deadline := time.Now().Add(30 * time.Second); c.PeakRSS == 0 && time.Now().Before(deadline); c = live.cost(from, time.Now()) {
+		time.Sleep(serverSampleEvery)
+	}
 	live.stop()
-	if c := live.cost(from, time.Now()); c.PeakRSS == 0 {
-		t.Errorf("a live sampler read %+v", c)
+	if c.PeakRSS == 0 {
+		t.Errorf("a live sampler read %+v in 30 s", c)
 	}
 }
