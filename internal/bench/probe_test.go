@@ -68,19 +68,39 @@ func TestProbeWindowSelectsByTime(t *testing.T) {
 	}
 }
 
-// TestProbeRuns checks the live probe: at rest its wake-ups come about every
-// interval, and a goroutine hogging the only P makes them late.
+// TestProbeRuns checks the live probe until it has woken 20 times: each
+// wake-up comes at least an interval after the one before (the probe sleeps
+// an interval each time), so there are never more than the time allows; and
+// each lateness is what that wake-up overslept, never more than its gap to
+// the previous wake-up less the interval (the probe asks for a wake-up an
+// interval after the previous one at the earliest), so it is not counted
+// from the start or with the interval in it. None of this depends on how
+// busy the machine is; only how long the 20 wake-ups take does.
 func TestProbeRuns(t *testing.T) {
 	leakcheck.Check(t)
+	const interval, wakeUps = time.Millisecond, 20
 	start := time.Now()
-	p := StartProbe(context.Background(), start, time.Millisecond)
-	time.Sleep(100 * time.Millisecond)
-	p.Stop()
-	st := p.Window(0, time.Since(start))
-	if st.Count < 20 || st.Count > 110 {
-		t.Errorf("probe woke %d times in 100 ms at 1 ms, want 20..110", st.Count)
+	p := StartProbe(context.Background(), start, interval)
+	for deadline := time.Now().Add(30 * time.Second); p.Window(0, time.Since(start)).Count < wakeUps; time.Sleep(interval) {
+		if time.Now().After(deadline) {
+			p.Stop()
+			t.Fatalf("probe woke %d times in 30 s at %s", p.Window(0, time.Since(start)).Count, interval)
+		}
 	}
-	if st.P50 > 50 {
-		t.Errorf("median lateness %.1f ms at rest, want well under 50 ms", st.P50)
+	p.Stop()
+	elapsed := time.Since(start)
+	var samples []Lateness
+	p.samples.each(func(l Lateness) bool { samples = append(samples, l); return true })
+	if n := len(samples); n < wakeUps || n > int(elapsed/interval) {
+		t.Errorf("probe woke %d times in %s at %s, want %d to %d", n, elapsed, interval, wakeUps, int(elapsed/interval))
+	}
+	for i, s := range samples {
+		prev := time.Duration(0)
+		if i > 0 {
+			prev = samples[i-1].T
+		}
+		if gap := s.T - prev; gap < interval || s.Late < 0 || s.Late > gap-interval {
+			t.Errorf("wake-up %d at %s, %s after the previous: lateness %s, want 0 to %s", i, s.T, gap, s.Late, gap-interval)
+		}
 	}
 }

@@ -75,11 +75,18 @@ func TestProcReaderReadsThisProcess(t *testing.T) {
 	if err != nil || rss == 0 {
 		t.Fatalf("read: %v, RSS %d", err, rss)
 	}
-	for end := time.Now().Add(60 * time.Millisecond); time.Now().Before(end); {
+	// Spin until the process has used 60 ms of CPU by its own account
+	// (getrusage), several of the clock ticks /proc counts in: 60 ms of wall
+	// clock may give it none on a loaded machine.
+	spun := selfCPU()
+	for deadline := time.Now().Add(30 * time.Second); selfCPU()-spun < 60*time.Millisecond; {
+		if time.Now().After(deadline) {
+			t.Fatal("60 ms of CPU not had in 30 s")
+		}
 	}
 	cpu1, _, err := p.read()
 	if err != nil || cpu1 <= cpu0 {
-		t.Errorf("CPU time %v after spinning 60 ms, %v before (%v)", cpu1, cpu0, err)
+		t.Errorf("CPU time %v after spinning 60 ms of CPU, %v before (%v)", cpu1, cpu0, err)
 	}
 }
 
@@ -102,10 +109,15 @@ func TestServerSamplerCost(t *testing.T) {
 	if err != nil {
 		t.Skipf("no /proc: %v", err)
 	}
+	// It samples every serverSampleEvery: wait for a sample (bounded) rather
+	// than sleep a few periods, which a loaded machine may not give it.
 	from := time.Now()
-	time.Sleep(3 * serverSampleEvery)
+	c := live.cost(from, time.Now())
+	for deadline := time.Now().Add(30 * time.Second); c.PeakRSS == 0 && time.Now().Before(deadline); c = live.cost(from, time.Now()) {
+		time.Sleep(serverSampleEvery)
+	}
 	live.stop()
-	if c := live.cost(from, time.Now()); c.PeakRSS == 0 {
-		t.Errorf("a live sampler read %+v", c)
+	if c.PeakRSS == 0 {
+		t.Errorf("a live sampler read %+v in 30 s", c)
 	}
 }

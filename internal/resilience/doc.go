@@ -8,10 +8,15 @@
 //
 //   - the informer's requests during the fault, in total and in the worst
 //     wall-clock second: a client that backs off stays at a handful, one that
-//     spins makes hundreds;
+//     spins makes hundreds; how many of them were probes (lists of one
+//     object); the time the counts really cover (FaultWindow, longer than the
+//     fault on a loaded machine, which is what bounds derived from a backoff
+//     must take); and the requests and worst second from the lift to
+//     convergence;
 //   - whether the store converged, holding exactly the server's objects
 //     (keys and resourceVersions, against a fresh consistent list), and how
-//     many seconds that took after the fault was lifted;
+//     many seconds that took after the fault was lifted (for NoGrant, after
+//     the server's authorizer has the grant);
 //   - the errors the informer's watch error handler received, by cause
 //     (failure.Classify): what a controller could have logged or alerted on.
 //

@@ -10,12 +10,17 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/cachetune/cachetune/pkg/testkit/apiserver"
 )
 
 // grant lets the identity of restricted get, list and watch gvr in
 // namespace: a Role and a RoleBinding made with the admin config. The user
 // name comes from a SelfSubjectReview, which every authenticated identity
-// may create.
+// may create. It returns once the server's authorizer allows the identity
+// all three (apiserver.AwaitAccess): the authorizer reads RBAC from its own
+// informers, a moment (seconds on a loaded machine) after the writes, and
+// that lag is the server's, not the informer's under test.
 func grant(ctx context.Context, admin *rest.Config, namespace string, gvr schema.GroupVersionResource, restricted *rest.Config) error {
 	who, err := kubernetes.NewForConfig(restricted)
 	if err != nil {
@@ -50,5 +55,5 @@ func grant(ctx context.Context, admin *rest.Config, namespace string, gvr schema
 	if _, err := cs.RbacV1().RoleBindings(namespace).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create role binding %s/%s for %s: %w", namespace, name, user, err)
 	}
-	return nil
+	return apiserver.AwaitAccess(ctx, restricted, apiserver.ReadAccess(namespace, gvr.Group, gvr.Resource)...)
 }

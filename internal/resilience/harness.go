@@ -3,7 +3,9 @@ package resilience
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -86,11 +88,28 @@ type Result struct {
 	// reports every failure surfaces at least that many errors (client-go's
 	// rest client retrying a 429 inside one call aside).
 	Faulted int
+	// FaultWindow is the time the counts above cover: from the fault's
+	// start to when they were read. It is at least FaultFor, and longer on a
+	// loaded machine: bounds derived from a backoff take this, not
+	// FaultFor, since a client's waits are lower bounds that load only
+	// stretches.
+	FaultWindow time.Duration
+	// Probes is the number of Requests that were probes: lists of one
+	// object, which leanstore sends about once a second while it backs off.
+	Probes int
+	// RecoveryRequests is the number of the informer's requests from the
+	// lift of the fault to convergence (or to giving up on it), and
+	// MaxPerSecondThrough the worst wall-clock second from the fault's start
+	// to then: the rate the informer held through the whole episode, its
+	// recovery included.
+	RecoveryRequests    int
+	MaxPerSecondThrough int
 	// Converged reports whether the store held exactly the server's
 	// objects (keys and resourceVersions) within ConvergeWithin, and
 	// ConvergeSeconds how long that took after the fault was lifted (for a
 	// DuringFault scenario, with the connections it stalled still hanging;
-	// for NoGrant, after the grant).
+	// for NoGrant, after the grant took effect: once the server's authorizer
+	// allowed the identity to list and watch).
 	Converged       bool
 	ConvergeSeconds float64
 	// Diff describes the store's state when convergence was given up.
@@ -166,12 +185,17 @@ func Run(ctx context.Context, cfg *rest.Config, namespace string, newInformer Ne
 	if sc.NoGrant {
 		identity = o.Restricted
 	}
-	inf, errs, err := newCountedInformer(newInformer, p.Config(identity), namespace)
+	var probes atomic.Int64
+	inf, errs, err := newCountedInformer(newInformer, countingProbes(p.Config(identity), &probes), namespace)
 	if err != nil {
 		return res, err
 	}
 	startFault := func() {
 		errs.start()
+		// Probes are counted as they are sent, requests as they arrive:
+		// zeroed before the reset and read after the counts, a probe at
+		// either edge counts as a probe rather than as a costly request.
+		probes.Store(0)
 		p.ResetCounts()
 	}
 
@@ -205,11 +229,14 @@ func Run(ctx context.Context, cfg *rest.Config, namespace string, newInformer Ne
 		lift()
 		return res, err
 	}
-	recordFault(ctx, p, inf, &res)
+	recordFault(ctx, p, &probes, inf, &res)
 	stopWriting()
 	lift()
 	if sc.NoGrant {
-		if err := grant(ctx, cfg, namespace, o.GVR, o.Restricted); err != nil {
+		grantCtx, cancel := context.WithTimeout(ctx, o.ConvergeWithin)
+		err := grant(grantCtx, cfg, namespace, o.GVR, o.Restricted)
+		cancel()
+		if err != nil {
 			return res, err
 		}
 	}
@@ -217,6 +244,8 @@ func Run(ctx context.Context, cfg *rest.Config, namespace string, newInformer Ne
 	if err := converge(ctx, mc, o, namespace, inf, &res); err != nil {
 		return res, err
 	}
+	through := p.Counts()
+	res.RecoveryRequests, res.MaxPerSecondThrough = through.Requests-res.Requests, through.MaxPerSecond()
 	// Errors from here on come from stopping the informer, not the fault.
 	res.Surfaced, res.Errors = errs.stop()
 	_, res.FinalReadiness = readiness(ctx, inf)
@@ -258,6 +287,13 @@ func newCountedInformer(newInformer NewInformer, cfg *rest.Config, namespace str
 	return inf, errs, nil
 }
 
+// countingProbes returns cfg with a transport that counts the probes
+// (isProbe) of every client built from it into n.
+func countingProbes(cfg *rest.Config, n *atomic.Int64) *rest.Config {
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return probeCounter{next: rt, probes: n} })
+	return cfg
+}
+
 // startWriter runs w until the returned stop is called, which waits for it;
 // calling stop again does nothing more.
 func startWriter(ctx context.Context, w *writer) (stop func()) {
@@ -277,10 +313,13 @@ func waitSynced(ctx context.Context, inf cache.SharedIndexInformer, within time.
 	return nil
 }
 
-// recordFault records, at the end of the fault, the requests the proxy saw
-// and the informer's readiness and status.
-func recordFault(ctx context.Context, p *faults.Proxy, inf cache.SharedIndexInformer, res *Result) {
+// recordFault records, at the end of the fault, the requests the proxy saw,
+// the probes among them and the time they cover, and the informer's
+// readiness and status.
+func recordFault(ctx context.Context, p *faults.Proxy, probes *atomic.Int64, inf cache.SharedIndexInformer, res *Result) {
 	c := p.Counts()
+	res.Probes = int(probes.Load())
+	res.FaultWindow = time.Since(c.Since)
 	res.Requests, res.MaxPerSecond, res.ByVerb, res.PerSecond, res.Faulted = c.Requests, c.MaxPerSecond(), c.ByVerb, c.PerSecond, c.Faulted
 	res.HasReadiness, res.FaultReadiness = readiness(ctx, inf)
 	res.FaultStatus = status(inf)

@@ -93,8 +93,8 @@ func TestResilienceBrokenStreamAfterStreamingList(t *testing.T) {
 			}
 			select {
 			case <-broken:
-			case <-time.After(3 * time.Second):
-				t.Errorf("%s of the stream after the streaming list: no error reached the handler in 3 s", tc.fault)
+			case <-time.After(30 * time.Second):
+				t.Errorf("%s of the stream after the streaming list: no error reached the handler in 30 s", tc.fault)
 			}
 			mu.Lock()
 			for _, err := range errs {

@@ -385,7 +385,13 @@ func leaseConfig(ns, identity string) leanstore.LeaseConfig {
 
 func startLeaseReplica(t *testing.T, ctx context.Context, ns, identity string, crash bool) *replica {
 	t.Helper()
-	m, err := leanstore.NewLeaseMembership(srv.Clientset(), leaseConfig(ns, identity))
+	return startLeaseReplicaWith(t, ctx, leaseConfig(ns, identity), crash)
+}
+
+func startLeaseReplicaWith(t *testing.T, ctx context.Context, lc leanstore.LeaseConfig, crash bool) *replica {
+	t.Helper()
+	identity, ns := lc.Identity, lc.Namespace
+	m, err := leanstore.NewLeaseMembership(srv.Clientset(), lc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -412,7 +418,12 @@ func TestShardLeaseRebalance(t *testing.T) {
 	t.Logf("seeded %d Pods in %s", pods, time.Since(seeded).Round(time.Second))
 
 	a := startLeaseReplica(t, ctx, ns, "a", false)
-	b := startLeaseReplica(t, ctx, ns, "b", false)
+	// b, stopped cleanly below, holds a long Lease: were it not released,
+	// the others would wait a minute for it, and a move sooner than that
+	// tells the release from the expiry on a machine however loaded.
+	bLease := leaseConfig(ns, "b")
+	bLease.LeaseDuration = time.Minute
+	b := startLeaseReplicaWith(t, ctx, bLease, false)
 	c := startLeaseReplica(t, ctx, ns, "c", true)
 	converge(t, ctx, ns, []*replica{a, b, c}, 3, convergeTimeout)
 	checkBalanced(t, []*replica{a, b, c}, pods)
@@ -467,13 +478,22 @@ func TestShardLeaseRebalance(t *testing.T) {
 		t.Errorf("the survivors were told %d adds, c held %d", added, heldByC)
 	}
 
-	// A clean stop releases the Lease: b's Pods move without waiting for it to expire.
+	// A clean stop releases the Lease: b's Pods move without waiting for it
+	// to expire, which they could do no sooner than a Lease duration after
+	// its last renewal (read here before the stop; a later one only moves
+	// the expiry further).
+	held, err := srv.Clientset().CoordinationV1().Leases(ns).Get(ctx, "ctl-b", metav1.GetOptions{})
+	if err != nil || held.Spec.RenewTime == nil {
+		t.Fatalf("b's Lease before its stop: %v, %v", held, err)
+	}
+	expiry := held.Spec.RenewTime.Add(bLease.LeaseDuration)
 	stopped := time.Now()
 	b.kill()
 	t.Logf("b stopped in %s", time.Since(stopped).Round(time.Millisecond))
 	converge(t, ctx, ns, []*replica{a}, 1, convergeTimeout)
-	if s := a.shard(); s.LastRebalance.Add(-time.Duration(s.LastRebalanceSeconds*float64(time.Second))).Sub(stopped) > lc.LeaseDuration {
-		t.Errorf("a rebuilt the ring at %s, %s after b released its Lease at %s: want sooner than the Lease duration", s.LastRebalance, s.LastRebalance.Sub(stopped), stopped)
+	if s := a.shard(); s.LastRebalance.Add(-time.Duration(s.LastRebalanceSeconds * float64(time.Second))).After(expiry) {
+		t.Errorf("a rebuilt the ring at %s, %s after b released its Lease at %s: want sooner than the Lease's expiry at %s",
+			s.LastRebalance, s.LastRebalance.Sub(stopped), stopped, expiry)
 	}
 	if n := len(a.inf.GetStore().ListKeys()); n != pods {
 		t.Errorf("a alone holds %d of %d Pods", n, pods)

@@ -343,13 +343,15 @@ func TestShutdownEndsProfilesInFlight(t *testing.T) {
 	}
 	time.Sleep(300 * time.Millisecond) // let both requests start
 
+	// Half the profiles' 60 s tells cutting them short from waiting them
+	// out, with room for a loaded machine.
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
 	if err := s.Shutdown(ctx); err != nil {
 		t.Fatalf("Shutdown: %v", err)
 	}
-	if d := time.Since(start); d > 5*time.Second {
+	if d := time.Since(start); d > 30*time.Second {
 		t.Errorf("Shutdown took %v with 60 s profiles in flight, want them cut short", d)
 	}
 	for range 2 {
@@ -376,7 +378,7 @@ func TestStopsWithContext(t *testing.T) {
 		t.Fatalf("/healthz: %d", status)
 	}
 	cancel()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		c, err := net.DialTimeout("tcp", s.Addr(), time.Second)
 		if err != nil {
@@ -384,7 +386,7 @@ func TestStopsWithContext(t *testing.T) {
 		}
 		c.Close()
 		if time.Now().After(deadline) {
-			t.Fatalf("still listening on %s 5 s after its context ended", s.Addr())
+			t.Fatalf("still listening on %s 30 s after its context ended", s.Addr())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

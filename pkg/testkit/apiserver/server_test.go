@@ -145,6 +145,11 @@ func TestRestrictedIdentityIsForbidden(t *testing.T) {
 	if _, err := cs.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The authorizer learns of the binding from its informers: wait until it
+	// allows the list (bounded by the test's context), then list for real.
+	if err := apiserver.AwaitAccess(ctx, srv.RestrictedConfig, apiserver.ReadAccess(ns, "", "configmaps")...); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := restricted.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{}); err != nil {
 		t.Fatalf("restricted list of granted configmaps: %v", err)
 	}

@@ -93,11 +93,14 @@ func (s *streamBody) Read(p []byte) (int, error) {
 			continue
 		}
 		frame, err := s.next()
+		if f := s.takeInjected(); !f.IsZero() {
+			// inject cancelled the read, or a frame came in before the
+			// cancellation reached it: either way the fault comes first, and
+			// nothing written after EndWatches reaches the client.
+			s.act(f)
+			continue
+		}
 		if err != nil {
-			if f := s.takeInjected(); !f.IsZero() {
-				s.act(f) // the read failed because inject cancelled it
-				continue
-			}
 			s.err = err
 			continue
 		}
