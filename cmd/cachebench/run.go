@@ -138,7 +138,7 @@ controller-runtime's client deep-copies each unless UnsafeDisableDeepCopy.`, std
 	out := fs.withOutput("table", "json")
 	s := &o.Spec
 	datasetFlags(fs, s)
-	shape := fs.String("pod-shape", "workload", "workload: the Pods of each of eight workloads share their template; unique: every Pod has its own env values, image tag and template hash")
+	shape := fs.String("pod-shape", "workload", "workload: the Pods of each of eight workloads share their template; unique: every Pod has its own env values, image tag and template hash; distinct: every Pod differs in labels, annotations, containers and env (about 19.7 KB of JSON)")
 	fs.IntVar(&s.Nodes, "nodes", 0, "number of Nodes to seed (local server only: a cluster's scheduler would use them)")
 	kind := fs.String("dataset", "standard", "standard: the counts above; mixed: per 10,000 --pods, 2,000 ConfigMaps, 1,000 Secrets of 8 KiB, 100 Nodes and 500 Widgets, cached together (counts given as flags win)")
 	resources := fs.String("resources", "", "resources to cache, comma-separated from "+strings.Join(bench.ResourceNames, ",")+" (default: the kinds seeded; pods on a cluster)")
