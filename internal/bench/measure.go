@@ -119,6 +119,7 @@ func Measure(ctx context.Context, spec MeasureSpec) (res Result, err error) {
 	res.BaselineHeap = heapObjects()
 	m.sampler = StartSampler(ctx, m.start, plan.SampleEvery.D())
 	m.probe = StartProbe(ctx, m.start, plan.ProbeEvery.D())
+	defer m.releaseSamples()
 	defer m.stopSampling()
 	defer func() { m.stopCaches() }()
 
@@ -139,11 +140,14 @@ func Measure(ctx context.Context, spec MeasureSpec) (res Result, err error) {
 			return res, err
 		}
 	}
-	whole := listTimes{t0: initial.t0, rt0: initial.rt0, cpu0: initial.cpu0}
-	whole.t1, whole.rt1, whole.cpu1 = m.since(), profile.ReadRuntime(), selfCPU()
+	whole := listTimes{t0: initial.t0, rt0: initial.rt0, cpu0: initial.cpu0, forced0: initial.forced0}
+	whole.t1, whole.rt1, whole.cpu1, whole.forced1 = m.since(), profile.ReadRuntime(), selfCPU(), m.forcedGCs()
 	res.BytesReceived = m.traffic.bytes.Load()
 	res.ListPath.Client = m.traffic.requests()
 	res.ListPath.Library = "unknown"
+	if m.c.HeapBound != nil {
+		_, res.HeapBoundOff = m.c.HeapBound()
+	}
 	if m.c.ListPath != nil {
 		if p := m.c.ListPath(); p != "" {
 			res.ListPath.Library = p
@@ -192,6 +196,23 @@ func (m *measurement) stopSampling() {
 	}
 }
 
+// releaseSamples frees the sampler's and the probe's records, once the
+// windows have been read from them.
+func (m *measurement) releaseSamples() {
+	m.sampler.Release()
+	m.probe.Release()
+}
+
+// forcedGCs is the number of collections the caches have forced so far (0
+// for a library that does not say).
+func (m *measurement) forcedGCs() int {
+	if m.c.HeapBound == nil {
+		return 0
+	}
+	n, _ := m.c.HeapBound()
+	return n
+}
+
 func (m *measurement) stopCaches() {
 	for _, c := range m.caches {
 		c.Stop()
@@ -220,6 +241,7 @@ func (m *measurement) sync(ctx context.Context, cfg *rest.Config) (listTimes, er
 	w.rt0, w.cpu0 = profile.ReadRuntime(), selfCPU()
 	w.t0 = m.since()
 	m.emit(Event{Kind: "syncing"})
+	// No cache runs yet: its forced collections count from 0.
 	for _, r := range m.spec.Resources {
 		c, err := m.spec.Mode.startCache(ctx, Env{
 			Config: cfg, Namespace: r.Namespace, Resource: r.GroupVersionResource, Handler: &m.h, Streaming: m.spec.Mode.Streaming,
@@ -245,7 +267,7 @@ func (m *measurement) sync(ctx context.Context, cfg *rest.Config) (listTimes, er
 	if err := sleep(ctx, plan.Settle.D()); err != nil {
 		return w, err
 	}
-	w.t1, w.rt1, w.cpu1 = m.since(), profile.ReadRuntime(), selfCPU()
+	w.t1, w.rt1, w.cpu1, w.forced1 = m.since(), profile.ReadRuntime(), selfCPU(), m.forcedGCs()
 	runtime.GC()
 	res.LiveHeap = heapObjects()
 	res.LiveRSS = openStatm().readAndClose()
@@ -292,7 +314,7 @@ func (m *measurement) relist(ctx context.Context, k int) (listTimes, error) {
 	answer, err := m.spec.Relist(ctx, k)
 	rl.WatchesEnded, rl.Changes = answer.Ended, answer.Changes
 	bytes0 := m.traffic.bytes.Load()
-	w.rt0, w.cpu0, w.t0 = profile.ReadRuntime(), selfCPU(), m.since()
+	w.rt0, w.cpu0, w.t0, w.forced0 = profile.ReadRuntime(), selfCPU(), m.since(), m.forcedGCs()
 	m.traffic.release()
 	if w.t0-tGone > 200*time.Millisecond {
 		m.mark(w.t0, fmt.Sprintf("list #%d", k))
@@ -316,7 +338,7 @@ func (m *measurement) relist(ctx context.Context, k int) (listTimes, error) {
 	if serr := sleep(ctx, m.plan.Settle.D()); serr != nil {
 		return w, serr
 	}
-	w.t1, w.rt1, w.cpu1 = m.since(), profile.ReadRuntime(), selfCPU()
+	w.t1, w.rt1, w.cpu1, w.forced1 = m.since(), profile.ReadRuntime(), selfCPU(), m.forcedGCs()
 	m.recordRelist(&rl, base, bytes0, err == nil)
 	peak, _ := m.sampler.Peak(w.t0, w.t1)
 	m.emit(Event{Kind: "relisted", Index: k, Seconds: rl.Seconds, PeakRatio: ratio(peak, m.res.LiveHeap), Changes: &rl.Changes,
@@ -383,6 +405,8 @@ func (m *measurement) windows(initial, idle listTimes, listed *listTimes, relist
 			StartSeconds: tm.t0.Seconds(), EndSeconds: tm.t1.Seconds(),
 			PeakHeap: peakHeap, PeakRSS: peakRSS, PeakRatio: ratio(peakHeap, res.LiveHeap),
 			CPUSeconds: (tm.cpu1 - tm.cpu0).Seconds(),
+			Sampling:   m.sampler.Gaps(tm.t0, tm.t1),
+			ForcedGCs:  max(0, tm.forced1-tm.forced0),
 			Probe:      m.probe.Window(tm.t0, tm.t1),
 			Runtime:    runtimeStats(tm.rt0, tm.rt1),
 		}

@@ -25,7 +25,10 @@ type Plan struct {
 	// Idle is the quiet window after the sync that re-list latencies are
 	// compared with.
 	Idle Duration `json:"idle"`
-	// SampleEvery is the heap and RSS sampling interval.
+	// SampleEvery is the heap and RSS sampling interval: 2 ms by default, so
+	// that a peak lasting a few milliseconds between two collections is seen
+	// (a sample costs a few microseconds, and its record is kept off the
+	// heap; see Sampler).
 	SampleEvery Duration `json:"sampleEvery"`
 	// ProbeEvery is the probe goroutine's sleep.
 	ProbeEvery Duration `json:"probeEvery"`
@@ -47,7 +50,7 @@ func DefaultPlan() Plan {
 		ChurnSeed:     1,
 		Settle:        Duration(500 * time.Millisecond),
 		Idle:          Duration(1500 * time.Millisecond),
-		SampleEvery:   Duration(5 * time.Millisecond),
+		SampleEvery:   Duration(2 * time.Millisecond),
 		ProbeEvery:    Duration(time.Millisecond),
 		SyncTimeout:   Duration(10 * time.Minute),
 		RelistTimeout: Duration(5 * time.Minute),
