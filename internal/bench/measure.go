@@ -31,6 +31,10 @@ type MeasureSpec struct {
 	// returns once the watches have been ended and the changes planned for
 	// it written (the list-path requests the 410 sets off are held meanwhile).
 	Relist func(ctx context.Context, index int) (RelistAnswer, error)
+	// Write, when set, is the parent's side of the events phase
+	// (Plan.Events): for step 0 it creates the writer's Pods, for step k it
+	// writes at the plan's k-th rate and returns what it wrote.
+	Write func(ctx context.Context, step int) (EventsAnswer, error)
 	// CPUProfile, when set, is a file to write a CPU profile of the initial
 	// sync to (from the informers' start to HasSynced).
 	CPUProfile string
@@ -48,7 +52,8 @@ type RelistAnswer struct {
 // Event is progress from a measurement.
 type Event struct {
 	// Kind is "syncing", "synced", "listed" (a reconcile list), "relist"
-	// (started) or "relisted".
+	// (started), "relisted", "events" (the events phase's Pods are cached)
+	// or "eventstep" (a step of it done).
 	Kind    string  `json:"kind"`
 	Index   int     `json:"index,omitempty"`
 	Objects int     `json:"objects,omitempty"`
@@ -60,17 +65,40 @@ type Event struct {
 	Delivered *Events          `json:"delivered,omitempty"`
 	// AllocatedBytes is what a reconcile list allocated.
 	AllocatedBytes uint64 `json:"allocatedBytes,omitempty"`
+	// Step is an events phase's step, done.
+	Step *EventStep `json:"step,omitempty"`
 	// Error is set on a re-list that failed.
 	Error string `json:"error,omitempty"`
 }
 
 // handlerCounts counts the events the informer delivers; a forced re-list is
-// complete when it has delivered an update for every object it had.
-type handlerCounts struct{ adds, updates, deletes atomic.Int64 }
+// complete when it has delivered an update for every object it had. During
+// the events phase it also hands each event to the phase's recorder.
+type handlerCounts struct {
+	adds, updates, deletes atomic.Int64
+	rec                    atomic.Pointer[eventRecorder]
+}
 
-func (h *handlerCounts) OnAdd(any, bool)   { h.adds.Add(1) }
-func (h *handlerCounts) OnUpdate(any, any) { h.updates.Add(1) }
-func (h *handlerCounts) OnDelete(any)      { h.deletes.Add(1) }
+func (h *handlerCounts) OnAdd(obj any, _ bool) {
+	h.adds.Add(1)
+	if r := h.rec.Load(); r != nil {
+		r.saw(obj, false)
+	}
+}
+
+func (h *handlerCounts) OnUpdate(_, obj any) {
+	h.updates.Add(1)
+	if r := h.rec.Load(); r != nil {
+		r.saw(obj, false)
+	}
+}
+
+func (h *handlerCounts) OnDelete(obj any) {
+	h.deletes.Add(1)
+	if r := h.rec.Load(); r != nil {
+		r.saw(obj, true)
+	}
+}
 
 func (h *handlerCounts) events() Events {
 	return Events{Adds: int(h.adds.Load()), Updates: int(h.updates.Load()), Deletes: int(h.deletes.Load())}
@@ -140,6 +168,11 @@ func Measure(ctx context.Context, spec MeasureSpec) (res Result, err error) {
 			return res, err
 		}
 	}
+	if plan.Events != nil {
+		if err := m.events(ctx); err != nil {
+			return res, err
+		}
+	}
 	whole := listTimes{t0: initial.t0, rt0: initial.rt0, cpu0: initial.cpu0, forced0: initial.forced0}
 	whole.t1, whole.rt1, whole.cpu1, whole.forced1 = m.since(), profile.ReadRuntime(), selfCPU(), m.forcedGCs()
 	res.BytesReceived = m.traffic.bytes.Load()
@@ -172,6 +205,8 @@ type measurement struct {
 	markers []Marker
 	caches  []Cache
 	c       Cache // the caches joined
+	// eventTimes are the events phase's windows, once it ran.
+	eventTimes *eventsTimes
 
 	samplingStopped bool
 }
@@ -422,6 +457,7 @@ func (m *measurement) windows(initial, idle listTimes, listed *listTimes, relist
 	for i, tm := range relists {
 		res.Relists[i].Window = window(tm)
 	}
+	m.eventWindows(window)
 	res.Whole = window(whole)
 	res.Series = seriesOf(Downsample(m.sampler.Samples(), m.plan.SeriesPoints))
 	res.Markers = m.markers

@@ -37,6 +37,9 @@ type Plan struct {
 	RelistTimeout Duration `json:"relistTimeout"`
 	// SeriesPoints is the number of points kept for a mode's chart.
 	SeriesPoints int `json:"seriesPoints"`
+	// Events, when set, adds the events phase after the re-lists: the
+	// steady state, with a writer changing objects at fixed rates.
+	Events *EventsPlan `json:"events,omitempty"`
 }
 
 // DefaultPlan is cachebench's standard measurement: two re-lists, the first
@@ -78,6 +81,9 @@ func (p Plan) Validate() error {
 		if !(c >= 0 && c <= 1) {
 			return fmt.Errorf("churn must be between 0 and 1, got %v", c)
 		}
+	}
+	if p.Events != nil {
+		return p.Events.validate()
 	}
 	return nil
 }

@@ -104,6 +104,8 @@ type Result struct {
 	ReconcileList *ReconcileList `json:"reconcileList,omitempty"`
 	// Relists are the forced re-lists, in order.
 	Relists []Relist `json:"relists"`
+	// Events is the events phase, when the plan has one.
+	Events *EventsPhase `json:"events,omitempty"`
 	// Whole covers the run from the informer's start to the end.
 	Whole Window `json:"whole"`
 
