@@ -76,7 +76,7 @@ func Summary(r bench.Report) []string {
 			out = append(out, line)
 		}
 	}
-	return out
+	return append(out, eventsSentences(r)...)
 }
 
 // listSentence compares what one reconcile list allocated in each mode of a
