@@ -49,7 +49,7 @@ func fixtureReport() bench.Report {
 		rl := func(i int) bench.Relist {
 			r := bench.Relist{Index: i, WatchesEnded: 1, Seconds: 0.21, Updates: 1000, Delivered: bench.Events{Updates: 1000}, LiveHeapAfter: live,
 				BytesReceived: 15_700_000, Window: bench.Window{StartSeconds: 2.4, EndSeconds: 3.6, PeakHeap: uint64(float64(live) * relistRatio),
-					PeakRatio: relistRatio, CPUSeconds: 0.3, Server: server(0.25, 1000), Probe: bench.LatencyStats{Count: 1000, P50: 0.08, P99: 4.2, Max: 38.5},
+					PeakRatio: relistRatio, CPUSeconds: 0.3, Server: server(0.25, 1000), Sampling: bench.Sampling{Samples: 480, LongestGapMs: 2.5 + 10*(relistRatio-1)}, Probe: bench.LatencyStats{Count: 1000, P50: 0.08, P99: 4.2, Max: 38.5},
 					Runtime: bench.RuntimeStats{Seconds: 1.2, Sched: bench.LatencyStats{Count: 5000, P50: 0.01, P99: 1.25, Max: 9.4}, GCCPUSeconds: 0.3, AvailableCPUSeconds: 2.4}}}
 			if i == 2 {
 				r.Churn, r.Changes = 0.1, changes
@@ -238,6 +238,7 @@ func TestSummaryStatesRatiosAndBytes(t *testing.T) {
 		"client-go metadata-only, LIST: 13.7 KB per object (41% of client-go/typed/stream); sync 0.93 s, 0.35 s CPU (1.0x), initial peak 1.90x; re-list peak 3.90x / 3.90x (churn 0 / 0.1); probe 38 ms; re-lists delivered all 120 changes and 890 updates of unchanged objects.",
 		"client-go typed, JSON, LIST: failed (sync pods of client-go/typed-json/list: timed out after 10m0s).",
 		"A reconcile reading every object once through the mode's reader allocated: client-go/typed/stream 0.0 KB per object (peak 1.00x), client-go/typed-strip-mf-la/stream 18.1 KB per object (peak 1.86x).",
+		"Heap sampled every 2ms; the longest gap between two samples in a sync or a re-list was 32 ms (client-go/metadata/list re-list 1): a peak shorter than that may be missed.",
 		"client-go/typed/stream, events on 100 Pods of the writer: 100/s asked, 99.8/s written: p50 1.02 ms, p99 4.10 ms, max 12 ms, 95 µs CPU per event; 1000/s asked, 997/s written: p50 2.45 ms, p99 9.80 ms, max 29 ms, 71 µs CPU per event; 5000/s asked, 1730/s written: p50 212 ms, p99 850 ms, max 2550 ms, 66 µs CPU per event; live heap +1.0 MiB over the phase.",
 		"leanstore/typed-strip-mf-la/stream, events on 100 Pods of the writer: 100/s asked, 99.8/s written: p50 0.97 ms, p99 3.90 ms, max 12 ms, 120 µs CPU per event; 1000/s asked, 997/s written: p50 2.17 ms, p99 8.70 ms, max 26 ms, 88 µs CPU per event; 5000/s asked, 1730/s written: p50 198 ms, p99 790 ms, max 2370 ms, 80 µs CPU per event, 2 LOST; live heap +1.0 MiB over the phase.",
 	}
