@@ -39,7 +39,7 @@ NESTED_REQUIRING_ROOT := $(CR_DIR) internal/upstream/samplecontroller
 CR_DIR         := controllerruntime
 ENVTEST_ASSETS := $(CURDIR)/bin/envtest
 
-.PHONY: help test test-short bench bench-scale bench-cr conformance resilience listcost golden apiserver envtest-assets example example-cr lint tidy-check golangci kube-version-check release-check release-version release-version-check clean
+.PHONY: help test test-short bench bench-scale bench-cr bench-events conformance resilience listcost golden apiserver envtest-assets example example-cr lint tidy-check golangci kube-version-check release-check release-version release-version-check clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -77,6 +77,18 @@ BENCH_CR_MODES ?= client-go/typed/stream,client-go/typed-strip-mf/stream,client-
 
 bench-cr: apiserver ## the controller-runtime modes beside client-go and leanstore on the standard dataset (builds bin/cachebench-cr; about 10 minutes; report in out/cr/)
 	$(GO) run ./cmd/cachebench run --modes '$(BENCH_CR_MODES)' --out-dir out/cr
+
+# The modes of bench-events: client-go's typed and metadata-only caches and
+# every leanstore mode, streaming (the list path does not change how events
+# are handled). Each mode syncs the standard dataset, then a writer of its own
+# changes Pods at each rate for 30 s.
+BENCH_EVENTS_MODES ?= client-go/typed/stream,client-go/typed-strip-mf-la/stream,client-go/metadata/stream,client-go/metadata-strip-mf/stream,leanstore/*/stream
+BENCH_EVENTS_RATES ?= 100,1000,5000
+
+bench-events: apiserver ## the steady state: what a watch event costs each mode at BENCH_EVENTS_RATES writes/s (about 40 minutes; report in out/events/, table in out/events.txt)
+	@mkdir -p out/events
+	$(GO) run ./cmd/cachebench run --relists 0 --events $(BENCH_EVENTS_RATES) --modes '$(BENCH_EVENTS_MODES)' --out out/events > out/events.txt; \
+		rc=$$?; cat out/events.txt; exit $$rc
 
 listcost: apiserver ## what an initial list of 10,000 Pods costs the server: resourceVersion=0, consistent paged and streaming, watch cache on and off (about 10 minutes; bench/results/initial-list-cost.txt)
 	@mkdir -p out

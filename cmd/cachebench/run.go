@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -138,7 +139,7 @@ controller-runtime's client deep-copies each unless UnsafeDisableDeepCopy.`, std
 	out := fs.withOutput("table", "json")
 	s := &o.Spec
 	datasetFlags(fs, s)
-	shape := fs.String("pod-shape", "workload", "workload: the Pods of each of eight workloads share their template; unique: every Pod has its own env values, image tag and template hash")
+	shape := fs.String("pod-shape", "workload", "workload: the Pods of each of eight workloads share their template; unique: every Pod has its own env values, image tag and template hash; distinct: every Pod differs in labels, annotations, containers and env (about 19.7 KB of JSON)")
 	fs.IntVar(&s.Nodes, "nodes", 0, "number of Nodes to seed (local server only: a cluster's scheduler would use them)")
 	kind := fs.String("dataset", "standard", "standard: the counts above; mixed: per 10,000 --pods, 2,000 ConfigMaps, 1,000 Secrets of 8 KiB, 100 Nodes and 500 Widgets, cached together (counts given as flags win)")
 	resources := fs.String("resources", "", "resources to cache, comma-separated from "+strings.Join(bench.ResourceNames, ",")+" (default: the kinds seeded; pods on a cluster)")
@@ -150,6 +151,8 @@ controller-runtime's client deep-copies each unless UnsafeDisableDeepCopy.`, std
 	fs.Uint64Var(&o.Plan.ChurnSeed, "churn-seed", o.Plan.ChurnSeed, "seed that picks the objects --churn changes")
 	sizes := fs.String("sizes", "", "scale run: Pod counts to measure at, comma-separated, e.g. 1000,10000 (the dataset grows from one to the next; local server only)")
 	fs.StringVar(&o.CPUProfiles, "cpu-profiles", "", "directory for a CPU profile of each mode's initial sync (<mode>.<resources>.sync.pprof)")
+	events, eventStep := fs.String("events", "", eventsUsage), fs.Duration("event-step", 30*time.Second, "how long --events holds each rate")
+	fs.Func("sample-every", fmt.Sprintf("heap and RSS sampling interval (default %s)", o.Plan.SampleEvery.D()), func(v string) error { return parseDuration(v, &o.Plan.SampleEvery) })
 	settle := fs.Duration("settle", o.Plan.Settle.D(), "wait after the sync and after each re-list before reading the live heap")
 	idle := fs.Duration("idle", o.Plan.Idle.D(), "idle window after the sync, for latencies at rest")
 	fs.StringVar(&o.GOGC, "gogc", "", "GOGC for the children (default: inherited)")
@@ -185,14 +188,17 @@ controller-runtime's client deep-copies each unless UnsafeDisableDeepCopy.`, std
 	if set["out"] && set["out-dir"] {
 		return o, false, usageError{errors.New("--out is the old spelling of --out-dir: give one")}
 	}
-	if err := o.validate(set, flagValues{resources: *resources, modes: *modes, churn: *churn, sizes: *sizes, shape: *shape, dataset: *kind}); err != nil {
+	if err := o.validate(set, flagValues{resources: *resources, modes: *modes, churn: *churn, sizes: *sizes, shape: *shape, dataset: *kind, events: *events, eventStep: *eventStep}); err != nil {
 		return o, false, usageError{err}
 	}
 	return o, false, nil
 }
 
 // flagValues are the flags validate parses itself.
-type flagValues struct{ resources, modes, churn, sizes, shape, dataset string }
+type flagValues struct {
+	resources, modes, churn, sizes, shape, dataset, events string
+	eventStep                                              time.Duration
+}
 
 // validate parses the flags that need it and checks them together, in this
 // order, so that the first problem on the command line is the one reported.
@@ -217,6 +223,9 @@ func (o *runOptions) validate(set map[string]bool, fv flagValues) error {
 	if err := o.parseChurn(set, fv.churn); err != nil {
 		return err
 	}
+	if err := o.parseEvents(fv.events, fv.eventStep); err != nil {
+		return err
+	}
 	if err := o.Plan.Validate(); err != nil {
 		return err
 	}
@@ -230,6 +239,9 @@ func (o *runOptions) validate(set map[string]bool, fv flagValues) error {
 		return err
 	}
 	if err := o.pickModes(fv.modes); err != nil {
+		return err
+	}
+	if err := o.checkEvents(); err != nil {
 		return err
 	}
 	return o.checkControllerRuntimeChild()
@@ -339,6 +351,9 @@ func (o *runOptions) checkTarget(set map[string]bool) error {
 	}
 	if slices.ContainsFunc(o.Plan.Churn, func(c float64) bool { return c > 0 }) {
 		return errors.New("--churn writes to the cluster: it needs --seed (runs on a cluster are read-only otherwise)")
+	}
+	if o.Plan.Events != nil {
+		return errors.New("--events writes to the cluster: with --kubeconfig it needs --seed (runs on a cluster are read-only otherwise)")
 	}
 	return nil
 }

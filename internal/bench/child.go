@@ -48,6 +48,10 @@ type ChildSpec struct {
 	// resource, directly to the server, while the child's re-list waits, and
 	// returns what it wrote.
 	Churn func(ctx context.Context, fraction float64) (dataset.Changes, error)
+	// Write, when set, is the writer of the events phase (Plan.Events; see
+	// MeasureSpec.Write), in this process: the child's CPU is then only its
+	// cache's.
+	Write func(ctx context.Context, step int) (EventsAnswer, error)
 	// ServerPID, when not 0, is the API server's process, whose CPU time and
 	// RSS are read for each window.
 	ServerPID int
@@ -112,6 +116,12 @@ func (m *storageMarks) attach(res *Result, sampler *serverSampler) {
 	res.Whole.Server = cost(res.Whole)
 	if s := diff(end(0), m.start); s != nil && res.InitialSync.Server != nil {
 		res.InitialSync.Server.Storage = s
+	}
+	if ev := res.Events; ev != nil {
+		ev.Idle.Server = cost(ev.Idle)
+		for i := range ev.Steps {
+			ev.Steps[i].Window.Server = cost(ev.Steps[i].Window)
+		}
 	}
 	for i := range res.Relists {
 		w := &res.Relists[i].Window
@@ -279,6 +289,10 @@ func converse(ctx context.Context, stdout io.Reader, spec ChildSpec, srv Server,
 			return nil, l.Error, nil
 		case l.Event != nil && spec.Events != nil:
 			spec.Events(*l.Event)
+		case l.EventsReady != nil:
+			if err := answerEvents(ctx, spec, *l.EventsReady, send); err != nil {
+				return nil, "", err
+			}
 		case l.RelistReady > 0:
 			k := l.RelistReady
 			if sleep(ctx, watchAgeBeforeEnd) != nil {
@@ -307,6 +321,24 @@ func converse(ctx context.Context, stdout io.Reader, spec ChildSpec, srv Server,
 		}
 	}
 	return nil, "", sc.Err()
+}
+
+// answerEvents runs a step of the events phase for the child (the writer's
+// setup for step 0) and sends it what was written.
+func answerEvents(ctx context.Context, spec ChildSpec, ask eventsAsk, send func(parentLine) error) error {
+	reply := eventsReply{Step: ask.Step}
+	if spec.Write == nil {
+		reply.Error = "this run has no writer for the events phase"
+	} else {
+		var err error
+		if reply.Answer, err = spec.Write(ctx, ask.Step); err != nil {
+			reply.Error = err.Error()
+		}
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return send(parentLine{Events: &reply})
 }
 
 // endWatches ends the resource's watches, waiting for one to be open.

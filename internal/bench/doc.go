@@ -42,6 +42,20 @@
 // nothing much for a lister, a copy of every object for controller-runtime's
 // client.
 //
+// # The events phase
+//
+// With Plan.Events, the measurement goes on after the re-lists with the
+// steady state: the child asks the parent for each step (ChildSpec.Write),
+// and the parent's writer (dataset.EventWriter, a client of its own, so
+// that its CPU is never the child's) creates Pods of its own and changes
+// them at the step's rate, stamping every write with its sequence number and
+// the wall-clock time it was sent. The child's handler reads the stamp
+// (eventRecorder): it times each write from sent to handled, counts the
+// writes whose event never came, and, from a quiet window before the first
+// step, takes the CPU the process spends at rest off each step's, to give
+// the CPU per event. Each step also has its heap growth, peak and GC share.
+// Only the rate the writer achieved is reported as the step's rate.
+//
 // # Modes of other programs
 //
 // A mode whose library the root module must not require (controller-runtime)

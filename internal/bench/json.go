@@ -15,8 +15,8 @@ func WriteJSON(w io.Writer, r Report) error {
 	return enc.Encode(r)
 }
 
-// ReadJSON reads a report written by WriteJSON, of this schema or of schema 1
-// (whose reports lack churn, CPU and server costs: they read as zero).
+// ReadJSON reads a report written by WriteJSON, of this schema or an earlier
+// one (whose reports lack what later schemas added: it reads as zero).
 func ReadJSON(rd io.Reader) (Report, error) {
 	data, err := io.ReadAll(rd)
 	if err != nil {
@@ -28,8 +28,8 @@ func ReadJSON(rd io.Reader) (Report, error) {
 	if err := json.Unmarshal(data, &head); err != nil {
 		return Report{}, fmt.Errorf("decode report: %w", err)
 	}
-	if head.Schema != ReportSchema && head.Schema != 1 {
-		return Report{}, fmt.Errorf("report schema %d, this cachebench reads schemas 1 and %d", head.Schema, ReportSchema)
+	if head.Schema < 1 || head.Schema > ReportSchema {
+		return Report{}, fmt.Errorf("report schema %d, this cachebench reads schemas 1 to %d", head.Schema, ReportSchema)
 	}
 	var r Report
 	dec := json.NewDecoder(bytes.NewReader(data))

@@ -31,6 +31,10 @@ type MeasureSpec struct {
 	// returns once the watches have been ended and the changes planned for
 	// it written (the list-path requests the 410 sets off are held meanwhile).
 	Relist func(ctx context.Context, index int) (RelistAnswer, error)
+	// Write, when set, is the parent's side of the events phase
+	// (Plan.Events): for step 0 it creates the writer's Pods, for step k it
+	// writes at the plan's k-th rate and returns what it wrote.
+	Write func(ctx context.Context, step int) (EventsAnswer, error)
 	// CPUProfile, when set, is a file to write a CPU profile of the initial
 	// sync to (from the informers' start to HasSynced).
 	CPUProfile string
@@ -48,7 +52,8 @@ type RelistAnswer struct {
 // Event is progress from a measurement.
 type Event struct {
 	// Kind is "syncing", "synced", "listed" (a reconcile list), "relist"
-	// (started) or "relisted".
+	// (started), "relisted", "events" (the events phase's Pods are cached)
+	// or "eventstep" (a step of it done).
 	Kind    string  `json:"kind"`
 	Index   int     `json:"index,omitempty"`
 	Objects int     `json:"objects,omitempty"`
@@ -60,17 +65,40 @@ type Event struct {
 	Delivered *Events          `json:"delivered,omitempty"`
 	// AllocatedBytes is what a reconcile list allocated.
 	AllocatedBytes uint64 `json:"allocatedBytes,omitempty"`
+	// Step is an events phase's step, done.
+	Step *EventStep `json:"step,omitempty"`
 	// Error is set on a re-list that failed.
 	Error string `json:"error,omitempty"`
 }
 
 // handlerCounts counts the events the informer delivers; a forced re-list is
-// complete when it has delivered an update for every object it had.
-type handlerCounts struct{ adds, updates, deletes atomic.Int64 }
+// complete when it has delivered an update for every object it had. During
+// the events phase it also hands each event to the phase's recorder.
+type handlerCounts struct {
+	adds, updates, deletes atomic.Int64
+	rec                    atomic.Pointer[eventRecorder]
+}
 
-func (h *handlerCounts) OnAdd(any, bool)   { h.adds.Add(1) }
-func (h *handlerCounts) OnUpdate(any, any) { h.updates.Add(1) }
-func (h *handlerCounts) OnDelete(any)      { h.deletes.Add(1) }
+func (h *handlerCounts) OnAdd(obj any, _ bool) {
+	h.adds.Add(1)
+	if r := h.rec.Load(); r != nil {
+		r.saw(obj, false)
+	}
+}
+
+func (h *handlerCounts) OnUpdate(_, obj any) {
+	h.updates.Add(1)
+	if r := h.rec.Load(); r != nil {
+		r.saw(obj, false)
+	}
+}
+
+func (h *handlerCounts) OnDelete(obj any) {
+	h.deletes.Add(1)
+	if r := h.rec.Load(); r != nil {
+		r.saw(obj, true)
+	}
+}
 
 func (h *handlerCounts) events() Events {
 	return Events{Adds: int(h.adds.Load()), Updates: int(h.updates.Load()), Deletes: int(h.deletes.Load())}
@@ -119,6 +147,7 @@ func Measure(ctx context.Context, spec MeasureSpec) (res Result, err error) {
 	res.BaselineHeap = heapObjects()
 	m.sampler = StartSampler(ctx, m.start, plan.SampleEvery.D())
 	m.probe = StartProbe(ctx, m.start, plan.ProbeEvery.D())
+	defer m.releaseSamples()
 	defer m.stopSampling()
 	defer func() { m.stopCaches() }()
 
@@ -139,11 +168,19 @@ func Measure(ctx context.Context, spec MeasureSpec) (res Result, err error) {
 			return res, err
 		}
 	}
-	whole := listTimes{t0: initial.t0, rt0: initial.rt0, cpu0: initial.cpu0}
-	whole.t1, whole.rt1, whole.cpu1 = m.since(), profile.ReadRuntime(), selfCPU()
+	if plan.Events != nil {
+		if err := m.events(ctx); err != nil {
+			return res, err
+		}
+	}
+	whole := listTimes{t0: initial.t0, rt0: initial.rt0, cpu0: initial.cpu0, forced0: initial.forced0}
+	whole.t1, whole.rt1, whole.cpu1, whole.forced1 = m.since(), profile.ReadRuntime(), selfCPU(), m.forcedGCs()
 	res.BytesReceived = m.traffic.bytes.Load()
 	res.ListPath.Client = m.traffic.requests()
 	res.ListPath.Library = "unknown"
+	if m.c.HeapBound != nil {
+		_, res.HeapBoundOff = m.c.HeapBound()
+	}
 	if m.c.ListPath != nil {
 		if p := m.c.ListPath(); p != "" {
 			res.ListPath.Library = p
@@ -168,6 +205,8 @@ type measurement struct {
 	markers []Marker
 	caches  []Cache
 	c       Cache // the caches joined
+	// eventTimes are the events phase's windows, once it ran.
+	eventTimes *eventsTimes
 
 	samplingStopped bool
 }
@@ -190,6 +229,23 @@ func (m *measurement) stopSampling() {
 		m.sampler.Stop()
 		m.probe.Stop()
 	}
+}
+
+// releaseSamples frees the sampler's and the probe's records, once the
+// windows have been read from them.
+func (m *measurement) releaseSamples() {
+	m.sampler.Release()
+	m.probe.Release()
+}
+
+// forcedGCs is the number of collections the caches have forced so far (0
+// for a library that does not say).
+func (m *measurement) forcedGCs() int {
+	if m.c.HeapBound == nil {
+		return 0
+	}
+	n, _ := m.c.HeapBound()
+	return n
 }
 
 func (m *measurement) stopCaches() {
@@ -220,6 +276,7 @@ func (m *measurement) sync(ctx context.Context, cfg *rest.Config) (listTimes, er
 	w.rt0, w.cpu0 = profile.ReadRuntime(), selfCPU()
 	w.t0 = m.since()
 	m.emit(Event{Kind: "syncing"})
+	// No cache runs yet: its forced collections count from 0.
 	for _, r := range m.spec.Resources {
 		c, err := m.spec.Mode.startCache(ctx, Env{
 			Config: cfg, Namespace: r.Namespace, Resource: r.GroupVersionResource, Handler: &m.h, Streaming: m.spec.Mode.Streaming,
@@ -245,7 +302,7 @@ func (m *measurement) sync(ctx context.Context, cfg *rest.Config) (listTimes, er
 	if err := sleep(ctx, plan.Settle.D()); err != nil {
 		return w, err
 	}
-	w.t1, w.rt1, w.cpu1 = m.since(), profile.ReadRuntime(), selfCPU()
+	w.t1, w.rt1, w.cpu1, w.forced1 = m.since(), profile.ReadRuntime(), selfCPU(), m.forcedGCs()
 	runtime.GC()
 	res.LiveHeap = heapObjects()
 	res.LiveRSS = openStatm().readAndClose()
@@ -292,7 +349,7 @@ func (m *measurement) relist(ctx context.Context, k int) (listTimes, error) {
 	answer, err := m.spec.Relist(ctx, k)
 	rl.WatchesEnded, rl.Changes = answer.Ended, answer.Changes
 	bytes0 := m.traffic.bytes.Load()
-	w.rt0, w.cpu0, w.t0 = profile.ReadRuntime(), selfCPU(), m.since()
+	w.rt0, w.cpu0, w.t0, w.forced0 = profile.ReadRuntime(), selfCPU(), m.since(), m.forcedGCs()
 	m.traffic.release()
 	if w.t0-tGone > 200*time.Millisecond {
 		m.mark(w.t0, fmt.Sprintf("list #%d", k))
@@ -316,7 +373,7 @@ func (m *measurement) relist(ctx context.Context, k int) (listTimes, error) {
 	if serr := sleep(ctx, m.plan.Settle.D()); serr != nil {
 		return w, serr
 	}
-	w.t1, w.rt1, w.cpu1 = m.since(), profile.ReadRuntime(), selfCPU()
+	w.t1, w.rt1, w.cpu1, w.forced1 = m.since(), profile.ReadRuntime(), selfCPU(), m.forcedGCs()
 	m.recordRelist(&rl, base, bytes0, err == nil)
 	peak, _ := m.sampler.Peak(w.t0, w.t1)
 	m.emit(Event{Kind: "relisted", Index: k, Seconds: rl.Seconds, PeakRatio: ratio(peak, m.res.LiveHeap), Changes: &rl.Changes,
@@ -383,6 +440,8 @@ func (m *measurement) windows(initial, idle listTimes, listed *listTimes, relist
 			StartSeconds: tm.t0.Seconds(), EndSeconds: tm.t1.Seconds(),
 			PeakHeap: peakHeap, PeakRSS: peakRSS, PeakRatio: ratio(peakHeap, res.LiveHeap),
 			CPUSeconds: (tm.cpu1 - tm.cpu0).Seconds(),
+			Sampling:   m.sampler.Gaps(tm.t0, tm.t1),
+			ForcedGCs:  max(0, tm.forced1-tm.forced0),
 			Probe:      m.probe.Window(tm.t0, tm.t1),
 			Runtime:    runtimeStats(tm.rt0, tm.rt1),
 		}
@@ -398,6 +457,7 @@ func (m *measurement) windows(initial, idle listTimes, listed *listTimes, relist
 	for i, tm := range relists {
 		res.Relists[i].Window = window(tm)
 	}
+	m.eventWindows(window)
 	res.Whole = window(whole)
 	res.Series = seriesOf(Downsample(m.sampler.Samples(), m.plan.SeriesPoints))
 	res.Markers = m.markers

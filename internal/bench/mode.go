@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"regexp"
@@ -84,6 +85,10 @@ type Cache struct {
 	// held while the objects read are still referenced, and returns how many
 	// it read: what one such read allocates is measured.
 	ReconcileList func(ctx context.Context, held func()) (int, error)
+	// HeapBound, when set, reports the collections the library forced to
+	// bound the heap during its lists so far, and why it forced none when its
+	// bound is off ("" when it applies): where leanstore's heap bound engaged.
+	HeapBound func() (forced int, off string)
 	// Stop stops the informers and waits for them to end.
 	Stop func()
 }
@@ -170,6 +175,16 @@ func joined(cs []Cache) Cache {
 				n += c.Lists()
 			}
 			return n
+		}
+	}
+	if !slices.ContainsFunc(cs, func(c Cache) bool { return c.HeapBound == nil }) {
+		out.HeapBound = func() (int, string) {
+			forced, off := 0, ""
+			for _, c := range cs {
+				f, o := c.HeapBound()
+				forced, off = forced+f, cmp.Or(off, o)
+			}
+			return forced, off
 		}
 	}
 	if !slices.ContainsFunc(cs, func(c Cache) bool { return c.ReconcileList == nil }) {

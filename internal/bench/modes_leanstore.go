@@ -103,6 +103,10 @@ func startLean(ctx context.Context, env Env, start func(context.Context), shutdo
 		ListPath:      func() string { return string(inf.Status().ListPath) },
 		Lists:         func() int { return inf.Status().Lists },
 		ReconcileList: listerRead(inf.GetIndexer()),
-		Stop:          func() { cancel(); shutdown() },
+		HeapBound: func() (int, string) {
+			st := inf.Status()
+			return int(st.ForcedGCs), st.HeapBoundOff
+		},
+		Stop: func() { cancel(); shutdown() },
 	}, nil
 }

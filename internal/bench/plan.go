@@ -25,7 +25,10 @@ type Plan struct {
 	// Idle is the quiet window after the sync that re-list latencies are
 	// compared with.
 	Idle Duration `json:"idle"`
-	// SampleEvery is the heap and RSS sampling interval.
+	// SampleEvery is the heap and RSS sampling interval: 2 ms by default, so
+	// that a peak lasting a few milliseconds between two collections is seen
+	// (a sample costs a few microseconds, and its record is kept off the
+	// heap; see Sampler).
 	SampleEvery Duration `json:"sampleEvery"`
 	// ProbeEvery is the probe goroutine's sleep.
 	ProbeEvery Duration `json:"probeEvery"`
@@ -34,6 +37,9 @@ type Plan struct {
 	RelistTimeout Duration `json:"relistTimeout"`
 	// SeriesPoints is the number of points kept for a mode's chart.
 	SeriesPoints int `json:"seriesPoints"`
+	// Events, when set, adds the events phase after the re-lists: the
+	// steady state, with a writer changing objects at fixed rates.
+	Events *EventsPlan `json:"events,omitempty"`
 }
 
 // DefaultPlan is cachebench's standard measurement: two re-lists, the first
@@ -47,7 +53,7 @@ func DefaultPlan() Plan {
 		ChurnSeed:     1,
 		Settle:        Duration(500 * time.Millisecond),
 		Idle:          Duration(1500 * time.Millisecond),
-		SampleEvery:   Duration(5 * time.Millisecond),
+		SampleEvery:   Duration(2 * time.Millisecond),
 		ProbeEvery:    Duration(time.Millisecond),
 		SyncTimeout:   Duration(10 * time.Minute),
 		RelistTimeout: Duration(5 * time.Minute),
@@ -75,6 +81,9 @@ func (p Plan) Validate() error {
 		if !(c >= 0 && c <= 1) {
 			return fmt.Errorf("churn must be between 0 and 1, got %v", c)
 		}
+	}
+	if p.Events != nil {
+		return p.Events.validate()
 	}
 	return nil
 }

@@ -20,7 +20,7 @@ func TestPlanAndDurationJSON(t *testing.T) {
 	if err := WriteJSON(&b, Report{Schema: ReportSchema, Plan: DefaultPlan()}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(b.String(), `"settle": "500ms"`) || !strings.Contains(b.String(), `"sampleEvery": "5ms"`) {
+	if !strings.Contains(b.String(), `"settle": "500ms"`) || !strings.Contains(b.String(), `"sampleEvery": "2ms"`) {
 		t.Errorf("durations are not written as Go durations:\n%s", b.String())
 	}
 	bad := DefaultPlan()

@@ -60,6 +60,9 @@ func (p *Probe) Stop() {
 	p.wg.Wait()
 }
 
+// Release frees the recorded wake-ups, after Stop.
+func (p *Probe) Release() { p.samples.release() }
+
 // Window summarises the wake-ups in [from, to].
 func (p *Probe) Window(from, to time.Duration) ProbeStats {
 	var late []time.Duration

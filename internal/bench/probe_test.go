@@ -103,4 +103,8 @@ func TestProbeRuns(t *testing.T) {
 			t.Errorf("wake-up %d at %s, %s after the previous: lateness %s, want 0 to %s", i, s.T, gap, s.Late, gap-interval)
 		}
 	}
+	if st := p.Window(0, elapsed); st.Max < st.P50 || st.P50 < 0 {
+		t.Errorf("lateness p50 %.2f ms, max %.2f ms: not a distribution", st.P50, st.Max)
+	}
+	p.Release()
 }

@@ -12,9 +12,10 @@ import (
 )
 
 // The parent and a child talk in JSON lines: the parent writes a start line
-// and then one reply per re-list request on the child's stdin; the child
-// writes events, re-list requests and finally a result or an error on its
-// stdout. Its stderr is free for logs (klog).
+// and then one reply per re-list request and per events step on the child's
+// stdin; the child writes events, re-list requests, events-step requests and
+// finally a result or an error on its stdout. Its stderr is free for logs
+// (klog).
 
 // EnvWatchListClient is client-go's environment switch for streaming lists. The
 // gate is read once, when the first reflector is built, so it has to be in the
@@ -35,6 +36,20 @@ type startLine struct {
 type parentLine struct {
 	Start  *startLine   `json:"start,omitempty"`
 	Relist *relistReply `json:"relist,omitempty"`
+	Events *eventsReply `json:"events,omitempty"`
+}
+
+// eventsAsk is a child's request for a step of the events phase (0: the
+// writer's setup).
+type eventsAsk struct {
+	Step int `json:"step"`
+}
+
+// eventsReply answers an eventsAsk once the parent has written.
+type eventsReply struct {
+	Step   int          `json:"step"`
+	Answer EventsAnswer `json:"answer"`
+	Error  string       `json:"error,omitempty"`
 }
 
 // relistReply answers a child's re-list request once the watches are ended
@@ -47,10 +62,11 @@ type relistReply struct {
 
 // childLine is any line a child writes.
 type childLine struct {
-	Event       *Event  `json:"event,omitempty"`
-	RelistReady int     `json:"relistReady,omitempty"`
-	Result      *Result `json:"result,omitempty"`
-	Error       string  `json:"error,omitempty"`
+	Event       *Event     `json:"event,omitempty"`
+	RelistReady int        `json:"relistReady,omitempty"`
+	EventsReady *eventsAsk `json:"eventsReady,omitempty"`
+	Result      *Result    `json:"result,omitempty"`
+	Error       string     `json:"error,omitempty"`
 }
 
 // ServeChild is the child's side: it reads the start line from in, measures the
@@ -90,6 +106,7 @@ func serveStart(ctx context.Context, st startLine, dec *json.Decoder, write func
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	replies := make(chan relistReply)
+	eventReplies := make(chan eventsReply)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel() // runs before wg.Wait: the reader stops sending
@@ -105,6 +122,13 @@ func serveStart(ctx context.Context, st startLine, dec *json.Decoder, write func
 			if l.Relist != nil {
 				select {
 				case replies <- *l.Relist:
+				case <-ctx.Done():
+					return
+				}
+			}
+			if l.Events != nil {
+				select {
+				case eventReplies <- *l.Events:
 				case <-ctx.Done():
 					return
 				}
@@ -129,12 +153,30 @@ func serveStart(ctx context.Context, st startLine, dec *json.Decoder, write func
 			return RelistAnswer{}, ctx.Err()
 		}
 	}
+	writeEvents := func(ctx context.Context, step int) (EventsAnswer, error) {
+		if err := write(childLine{EventsReady: &eventsAsk{Step: step}}); err != nil {
+			return EventsAnswer{}, err
+		}
+		select {
+		case r := <-eventReplies:
+			if r.Step != step {
+				return EventsAnswer{}, fmt.Errorf("parent answered events step %d, expected %d", r.Step, step)
+			}
+			if r.Error != "" {
+				return r.Answer, errors.New(r.Error)
+			}
+			return r.Answer, nil
+		case <-ctx.Done():
+			return EventsAnswer{}, ctx.Err()
+		}
+	}
 	res, err := Measure(ctx, MeasureSpec{
 		Mode:       mode,
 		Config:     st.Config.restConfig(),
 		Resources:  st.Resources,
 		Plan:       st.Plan,
 		Relist:     relist,
+		Write:      writeEvents,
 		CPUProfile: st.CPUProfile,
 		Events:     func(e Event) { _ = write(childLine{Event: &e}) },
 	})

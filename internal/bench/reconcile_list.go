@@ -43,12 +43,16 @@ func (l ReconcileList) AllocatedPerObject() float64 {
 	return float64(l.AllocatedBytes) / float64(l.Objects)
 }
 
-// listTimes are the edges of the reconcile-list window, kept until the
-// measurement ends and its windows are computed.
+// listTimes are the edges of a window (the sync, the idle window, a reconcile
+// list, a re-list, ...), kept until the measurement ends and its windows are
+// computed.
 type listTimes struct {
 	t0, t1     time.Duration
 	rt0, rt1   profile.RuntimeSnapshot
 	cpu0, cpu1 time.Duration
+	// forced0 and forced1 count the collections the caches had forced
+	// (Cache.HeapBound) at the edges.
+	forced0, forced1 int
 }
 
 // measureReconcileList reads every object of c once through its reader, then

@@ -23,8 +23,10 @@ type Report struct {
 }
 
 // ReportSchema is the current Report.Schema. Schema 2 added churn, CPU and
-// server costs; ReadJSON reads schema 1 reports too (without them).
-const ReportSchema = 2
+// server costs, schema 3 the events phase, the sampling of each window and
+// the collections a library forced; ReadJSON reads the earlier schemas too
+// (without what they lack).
+const ReportSchema = 3
 
 // Environment says where the figures come from.
 type Environment struct {
@@ -102,6 +104,8 @@ type Result struct {
 	ReconcileList *ReconcileList `json:"reconcileList,omitempty"`
 	// Relists are the forced re-lists, in order.
 	Relists []Relist `json:"relists"`
+	// Events is the events phase, when the plan has one.
+	Events *EventsPhase `json:"events,omitempty"`
 	// Whole covers the run from the informer's start to the end.
 	Whole Window `json:"whole"`
 
@@ -112,6 +116,12 @@ type Result struct {
 
 	// ListPath is which list path was taken.
 	ListPath ListPath `json:"listPath"`
+
+	// HeapBoundOff says why the library's heap bound did not apply ("" when
+	// it did, or when the library has none): leanstore leaves the garbage
+	// collector alone in a process that chose its own policy, e.g. GOGC set
+	// in its environment.
+	HeapBoundOff string `json:"heapBoundOff,omitempty"`
 
 	// Series is the heap and RSS over time, downsampled for charts.
 	Series Series `json:"series"`
@@ -134,6 +144,12 @@ type Window struct {
 	// Server is what the API server spent, when it is a process cachebench
 	// started (the local server); nil otherwise.
 	Server *ServerCost `json:"server,omitempty"`
+	// Sampling says how finely the heap was sampled in the window.
+	Sampling Sampling `json:"sampling"`
+	// ForcedGCs is the number of collections the library forced in the
+	// window to bound its heap (leanstore's heap bound); 0 for a library
+	// that does not say.
+	ForcedGCs int `json:"forcedGCs,omitempty"`
 	// Probe is the 1 ms probe goroutine's lateness.
 	Probe LatencyStats `json:"probe"`
 	// Runtime is what runtime/metrics recorded.

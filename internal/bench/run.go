@@ -257,9 +257,18 @@ func (o *runner) measureSize(ctx context.Context, s *sizeSweep, size int, fit ro
 			s.rep.Skipped = append(s.rep.Skipped, note)
 			continue
 		}
-		res, err := o.runMode(ctx, s.exe, j, s.config, s.srv, s.target, churn, pos, stderr)
+		writer, err := o.eventWriter(s.target, j)
+		if err != nil {
+			return results, err
+		}
+		res, err := o.runMode(ctx, s.exe, j, s.config, s.srv, s.target, churn, writer, pos, stderr)
 		if ctx.Err() != nil {
 			return results, ctx.Err()
+		}
+		if writer != nil {
+			if err := writer.Cleanup(ctx); err != nil {
+				return results, fmt.Errorf("delete the events phase's pods after mode %s: %w", j.Mode.Name, err)
+			}
 		}
 		s.total++
 		if err != nil {
@@ -296,6 +305,20 @@ func (o *RunOptions) Jobs() []Job {
 	return jobs
 }
 
+// eventWriter returns the writer of the events phase of job j, or nil when
+// the plan has no events phase or j caches no Pods (which the writer
+// changes).
+func (o *runner) eventWriter(t target, j Job) (*dataset.EventWriter, error) {
+	if o.Plan.Events == nil || !cachesPods(j) {
+		return nil, nil
+	}
+	return dataset.NewEventWriter(t.config, o.Spec)
+}
+
+func cachesPods(j Job) bool {
+	return slices.ContainsFunc(j.Resources, func(r ResourceRef) bool { return r.GroupVersionResource == dataset.PodsGVR })
+}
+
 // churner returns what writes the changes before each re-list, or nil when the
 // plan changes nothing.
 func (o *runner) churner(t target) (*dataset.Churner, error) {
@@ -306,7 +329,7 @@ func (o *runner) churner(t target) (*dataset.Churner, error) {
 }
 
 // runMode measures one mode in a child and prints its progress on one line.
-func (o *runner) runMode(ctx context.Context, exe string, j Job, cfg *rest.Config, srv Server, t target, churn *dataset.Churner, pos string, stderr io.Writer) (Result, error) {
+func (o *runner) runMode(ctx context.Context, exe string, j Job, cfg *rest.Config, srv Server, t target, churn *dataset.Churner, writer *dataset.EventWriter, pos string, stderr io.Writer) (Result, error) {
 	m := j.Mode
 	names := make([]string, len(j.Resources))
 	for i, r := range j.Resources {
@@ -336,9 +359,16 @@ func (o *runner) runMode(ctx context.Context, exe string, j Job, cfg *rest.Confi
 		fmt.Fprintf(stderr, ", %s", what)
 	}
 	fmt.Fprint(stderr, "): ")
+	plan := o.Plan
+	if writer == nil {
+		plan.Events = nil // a job without Pods: nothing the writer changes
+	}
 	spec := ChildSpec{
-		Command: cmd, Mode: m, Resources: j.Resources, Config: cfg, Plan: o.Plan, Env: env,
+		Command: cmd, Mode: m, Resources: j.Resources, Config: cfg, Plan: plan, Env: env,
 		Events: func(e Event) { fmt.Fprint(stderr, progressText(e, o.Plan.Relists)) },
+	}
+	if writer != nil {
+		spec.Write = writeEvents(writer, plan.Events)
 	}
 	if churn != nil {
 		spec.Churn = func(ctx context.Context, fraction float64) (dataset.Changes, error) {
@@ -369,6 +399,24 @@ func (o *runner) runMode(ctx context.Context, exe string, j Job, cfg *rest.Confi
 	return res, nil
 }
 
+// writeEvents is the parent's side of the events phase with writer: the
+// setup of its Pods for step 0, the plan's rate k for step k.
+func writeEvents(writer *dataset.EventWriter, plan *EventsPlan) func(context.Context, int) (EventsAnswer, error) {
+	return func(ctx context.Context, step int) (EventsAnswer, error) {
+		if step == 0 {
+			if err := writer.Setup(ctx, plan.Objects); err != nil {
+				return EventsAnswer{}, err
+			}
+			return EventsAnswer{Objects: plan.Objects}, nil
+		}
+		if step > len(plan.Rates) {
+			return EventsAnswer{}, fmt.Errorf("events step %d of a plan of %d", step, len(plan.Rates))
+		}
+		st, err := writer.Run(ctx, plan.Rates[step-1], plan.Step.D())
+		return EventsAnswer{Step: st}, err
+	}
+}
+
 // fileName names a mode's log and profile files.
 func fileName(mode, resources string, pods int, sized bool) string {
 	name := strings.ReplaceAll(mode, "/", "_") + "." + resources
@@ -395,6 +443,18 @@ func progressText(e Event, relists int) string {
 		return fmt.Sprintf("reconcile list %.1f KB/obj allocated, peak %.2fx live; ", perObject, e.PeakRatio)
 	case "relist":
 		return fmt.Sprintf("re-list %d/%d ", e.Index, relists)
+	case "events":
+		return fmt.Sprintf("events on %d pods of the writer: ", e.Objects)
+	case "eventstep":
+		st := e.Step
+		if st == nil {
+			return ""
+		}
+		s := fmt.Sprintf("%s/s asked, %.0f/s written, p99 %.1f ms", trimRate(st.Rate), st.AchievedRate, st.Latency.P99)
+		if st.Error != "" {
+			s += " (" + st.Error + ")"
+		}
+		return s + "; "
 	case "relisted":
 		if e.Error != "" {
 			return fmt.Sprintf("failed (%s); ", e.Error)

@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/cachetune/cachetune/internal/bench"
@@ -353,50 +354,78 @@ const (
 // scaleChart draws each series' figure against dataset size, the size on a
 // log scale, the legend on the right.
 func scaleChart(series []scaleSeries, yLabel string, format func(float64) string) template.HTML {
+	return xyChart(series, axes{x: "objects (log scale)", y: yLabel}, format)
+}
+
+// axes are a line chart's axis labels and scales: x is always logarithmic,
+// from the smallest to the largest x; y is linear from 0 unless logY.
+type axes struct {
+	x, y string
+	logY bool
+	// ticks are the x values labelled; nil labels every x of the series.
+	ticks []float64
+}
+
+// xyChart draws each series' values against its x values (scaleSeries.sizes),
+// the legend on the right.
+func xyChart(series []scaleSeries, ax axes, format func(float64) string) template.HTML {
 	if len(series) == 0 {
 		return ""
 	}
-	lo, hi, yMax := math.Inf(1), 0.0, 0.0
-	var ticks []float64
+	lo, hi := math.Inf(1), 0.0
+	yLo, yHi := math.Inf(1), 0.0
+	ticks := ax.ticks
 	for _, s := range series {
 		for i, n := range s.sizes {
 			lo, hi = math.Min(lo, n), math.Max(hi, n)
-			if !math.IsNaN(s.values[i]) {
-				yMax = math.Max(yMax, s.values[i])
+			if v := s.values[i]; !math.IsNaN(v) && (!ax.logY || v > 0) {
+				yLo, yHi = math.Min(yLo, v), math.Max(yHi, v)
 			}
-			if !slices.Contains(ticks, n) {
+			if ax.ticks == nil && !slices.Contains(ticks, n) {
 				ticks = append(ticks, n)
 			}
 		}
 	}
+	for _, n := range ax.ticks {
+		lo, hi = math.Min(lo, n), math.Max(hi, n)
+	}
 	if hi <= lo {
 		hi = lo * 10
 	}
-	if yMax == 0 {
-		yMax = 1
-	}
-	yStep := niceStep(yMax / 4)
-	yMax = math.Ceil(yMax/yStep) * yStep
 	plotW := float64(scaleW - scaleLeft - scaleRight)
 	x := func(n float64) float64 {
 		return scaleLeft + (math.Log10(n)-math.Log10(lo))/(math.Log10(hi)-math.Log10(lo))*plotW
 	}
-	y := func(v float64) float64 { return scaleTop + scaleH - v/yMax*scaleH }
+	// The legend is as wide as its longest label, up to a limit: mode names
+	// that differ only at their end must stay apart.
+	right := scaleRight
+	for _, s := range series {
+		right = max(right, min(int(float64(len([]rune(s.Label)))*charW)+44, 420))
+	}
+	width := scaleW - scaleRight + right
+	yTicks, y := linearY(yHi)
+	if ax.logY {
+		yTicks, y = logY(yLo, yHi)
+	}
 	h := max(scaleTop+scaleH+scaleBottom, scaleTop+16*len(series)+8)
 
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="11">`, scaleW, h, scaleW, h)
-	for v := 0.0; v <= yMax+yStep/2; v += yStep {
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="11">`, width, h, width, h)
+	for _, v := range yTicks {
+		label := trimFloat(v)
+		if ax.logY {
+			label = strconv.FormatFloat(v, 'g', -1, 64)
+		}
 		fmt.Fprintf(&b, `<line x1="%d" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#ddd"/><text x="%d" y="%.1f" text-anchor="end">%s</text>`,
-			scaleLeft, scaleLeft+plotW, y(v), y(v), scaleLeft-4, y(v)+4, trimFloat(v))
+			scaleLeft, scaleLeft+plotW, y(v), y(v), scaleLeft-4, y(v)+4, label)
 	}
 	slices.Sort(ticks)
 	for _, n := range ticks {
 		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="#eee"/><text x="%.1f" y="%d" text-anchor="middle">%s</text>`,
 			x(n), x(n), scaleTop, scaleTop+scaleH, x(n), scaleTop+scaleH+14, sizeLabel(n))
 	}
-	fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">objects (log scale)</text>`, scaleLeft+plotW/2, scaleTop+scaleH+30)
-	fmt.Fprintf(&b, `<text x="12" y="%d" transform="rotate(-90 12 %d)" text-anchor="middle">%s</text>`, scaleTop+scaleH/2, scaleTop+scaleH/2, esc(yLabel))
+	fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%s</text>`, scaleLeft+plotW/2, scaleTop+scaleH+30, esc(ax.x))
+	fmt.Fprintf(&b, `<text x="12" y="%d" transform="rotate(-90 12 %d)" text-anchor="middle">%s</text>`, scaleTop+scaleH/2, scaleTop+scaleH/2, esc(ax.y))
 	for i, s := range series {
 		dash := ""
 		if s.Dash != "" {
@@ -404,20 +433,52 @@ func scaleChart(series []scaleSeries, yLabel string, format func(float64) string
 		}
 		var pts []string
 		for j, n := range s.sizes {
-			if math.IsNaN(s.values[j]) {
+			v := s.values[j]
+			if math.IsNaN(v) || (ax.logY && v <= 0) {
 				continue
 			}
-			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(n), y(s.values[j])))
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(n), y(v)))
 			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="2.5" fill="%s"><title>%s at %s: %s</title></circle>`,
-				x(n), y(s.values[j]), s.Color, esc(s.Label), sizeLabel(n), esc(format(s.values[j])))
+				x(n), y(v), s.Color, esc(s.Label), sizeLabel(n), esc(format(v)))
 		}
 		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="1.6"%s points="%s"/>`, s.Color, dash, strings.Join(pts, " "))
 		lx, ly := scaleW-scaleRight+12, scaleTop+16*i+8
 		fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="%s" stroke-width="2"%s/><text x="%d" y="%d">%s</text>`,
-			lx, lx+20, ly, ly, s.Color, dash, lx+24, ly+4, esc(fitText(s.Label, float64(scaleRight-40))))
+			lx, lx+20, ly, ly, s.Color, dash, lx+24, ly+4, esc(fitText(s.Label, float64(right-40))))
 	}
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String())
+}
+
+// linearY is a y axis from 0 to a round value above yMax: its gridlines and
+// the position of a value.
+func linearY(yMax float64) ([]float64, func(float64) float64) {
+	if yMax <= 0 || math.IsInf(yMax, 0) {
+		yMax = 1
+	}
+	step := niceStep(yMax / 4)
+	yMax = math.Ceil(yMax/step) * step
+	var ticks []float64
+	for v := 0.0; v <= yMax+step/2; v += step {
+		ticks = append(ticks, v)
+	}
+	return ticks, func(v float64) float64 { return scaleTop + scaleH - v/yMax*scaleH }
+}
+
+// logY is a y axis on a log scale over the powers of ten around [lo, hi].
+func logY(lo, hi float64) ([]float64, func(float64) float64) {
+	if !(lo > 0) || math.IsInf(lo, 0) || !(hi > 0) {
+		lo, hi = 1, 10
+	}
+	a, b := math.Floor(math.Log10(lo)), math.Ceil(math.Log10(hi))
+	if b <= a {
+		b = a + 1
+	}
+	var ticks []float64
+	for e := a; e <= b; e++ {
+		ticks = append(ticks, math.Pow(10, e))
+	}
+	return ticks, func(v float64) float64 { return scaleTop + scaleH - (math.Log10(v)-a)/(b-a)*scaleH }
 }
 
 // sizeLabel writes an object count short: 1k, 30k, 1.5M.

@@ -54,7 +54,9 @@ func WriteHTML(w io.Writer, r bench.Report) error {
 		Rows:         tableRows(r),
 		RelistHeader: relistHeader(multi),
 		RelistRows:   relistRows(r),
-		Notes:        tableNotes,
+		EventsHeader: eventsHeader(multi),
+		EventsRows:   eventsRows(r),
+		Notes:        notes(r),
 		Started:      r.Started.UTC().Format(time.RFC3339),
 		Duration:     r.Finished.Sub(r.Started).Round(time.Second).String(),
 		Churn:        churnText(r.Plan),
@@ -62,6 +64,7 @@ func WriteHTML(w io.Writer, r bench.Report) error {
 		Charts:       charts,
 	}
 	data.barCharts(r, rowsOf)
+	data.EventsP99, data.EventsP50, data.EventsCPU = eventCharts(r)
 	if scale {
 		data.scaleCharts(r)
 	}
@@ -75,6 +78,10 @@ type htmlData struct {
 	Summary                    []string
 	Header, RelistHeader       []string
 	Rows, RelistRows           [][]string
+	EventsHeader               []string
+	EventsRows                 [][]string
+	EventsP99, EventsP50       template.HTML
+	EventsCPU                  template.HTML
 	Notes                      []string
 	Failures                   []string
 	Started, Duration, Churn   string
@@ -156,6 +163,9 @@ func failures(r bench.Report) []string {
 			if rl.Error != "" {
 				out = append(out, fmt.Sprintf("%s re-list %d: %s", res.Mode, rl.Index, rl.Error))
 			}
+		}
+		for _, e := range eventFailures(res) {
+			out = append(out, res.Mode+" "+e)
 		}
 	}
 	return out
@@ -258,6 +268,11 @@ of the run, as wide as its longest line: the initial sync, then each re-list fro
 <tr>{{range $.RelistHeader}}<th>{{.}}</th>{{end}}</tr>
 {{range .}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
 {{end}}</table></div>
+{{end}}{{with .EventsRows}}<h2>Events in steady state</h2>
+<div class="wide"><table>
+<tr>{{range $.EventsHeader}}<th>{{.}}</th>{{end}}</tr>
+{{range .}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</table></div>
 {{end}}<p class="meta">{{range .Notes}}{{.}} {{end}}Heap is sampled every {{.R.Plan.SampleEvery.D}}. The list path is what the server
 saw (through cachebench's proxy): requests for the initial sync and every re-list.</p>
 
@@ -273,7 +288,16 @@ saw (through cachebench's proxy): requests for the initial sync and every re-lis
 <figure>{{.Sched}}</figure>
 <h2>Worst 1 ms-probe lateness</h2>
 <figure>{{.Probe}}</figure>
-{{if .ScaleBytes}}
+{{if .EventsP99}}
+<h2>Delivery latency against write rate</h2>
+<p class="meta">Each mode's steps of the events phase, at the rate each achieved: from a write sent to its event in the handler.</p>
+<h3>p99</h3>
+<figure>{{.EventsP99}}</figure>
+<h3>p50</h3>
+<figure>{{.EventsP50}}</figure>
+<h2>CPU per event against write rate</h2>
+<figure>{{.EventsCPU}}</figure>
+{{end}}{{if .ScaleBytes}}
 <h2>Against dataset size</h2>
 <h3>Bytes per object</h3>
 <figure>{{.ScaleBytes}}</figure>

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,7 +49,7 @@ func fixtureReport() bench.Report {
 		rl := func(i int) bench.Relist {
 			r := bench.Relist{Index: i, WatchesEnded: 1, Seconds: 0.21, Updates: 1000, Delivered: bench.Events{Updates: 1000}, LiveHeapAfter: live,
 				BytesReceived: 15_700_000, Window: bench.Window{StartSeconds: 2.4, EndSeconds: 3.6, PeakHeap: uint64(float64(live) * relistRatio),
-					PeakRatio: relistRatio, CPUSeconds: 0.3, Server: server(0.25, 1000), Probe: bench.LatencyStats{Count: 1000, P50: 0.08, P99: 4.2, Max: 38.5},
+					PeakRatio: relistRatio, CPUSeconds: 0.3, Server: server(0.25, 1000), Sampling: bench.Sampling{Samples: 480, LongestGapMs: 2.5 + 10*(relistRatio-1)}, Probe: bench.LatencyStats{Count: 1000, P50: 0.08, P99: 4.2, Max: 38.5},
 					Runtime: bench.RuntimeStats{Seconds: 1.2, Sched: bench.LatencyStats{Count: 5000, P50: 0.01, P99: 1.25, Max: 9.4}, GCCPUSeconds: 0.3, AvailableCPUSeconds: 2.4}}}
 			if i == 2 {
 				r.Churn, r.Changes = 0.1, changes
@@ -93,11 +94,42 @@ func fixtureReport() bench.Report {
 	copying.ReconcileList = list(18_100, 1.86)
 	lean := result("leanstore/typed-strip-mf-la/stream", "leanstore typed, strip managedFields and last-applied, streaming", true, true, 21<<20, 20_700, 1.02, 1.2, bench.Requests{WatchList: 3})
 	lean.ReconcileList = &bench.ReconcileList{Objects: 1000, Error: "list pods through the manager's client: timed out"}
+	// The events phase: three rates, the last beyond what the server took;
+	// leanstore's last step lost two writes.
+	events := func(cpu []float64, p99 []float64, lost int) *bench.EventsPhase {
+		ev := &bench.EventsPhase{Objects: 100, IdleCPUPerSecond: 0.012, LiveHeapBefore: 36 << 20, LiveHeapAfter: 37 << 20,
+			Idle: bench.Window{StartSeconds: 6, EndSeconds: 11}}
+		for i, rate := range []float64{100, 1000, 5000} {
+			achieved := []float64{99.8, 997, 1730}[i]
+			n := int(achieved * 30)
+			st := bench.EventStep{Index: i + 1, Rate: rate, AchievedRate: achieved, WriterSeconds: 30.1,
+				Writes:    bench.EventWrites{Status: n * 6 / 10, Labels: n * 2 / 10, Created: n / 10, Deleted: n / 10},
+				Delivered: bench.Events{Updates: n * 8 / 10, Adds: n / 10, Deletes: n / 10}, Matched: n,
+				Latency:     bench.LatencyStats{Count: n, P50: p99[i] / 4, P99: p99[i], Max: p99[i] * 3},
+				CPUPerEvent: cpu[i], LiveHeapBefore: 36 << 20, LiveHeapAfter: 36<<20 + uint64(i)<<19,
+				Window: bench.Window{StartSeconds: 11 + 31*float64(i), EndSeconds: 41.5 + 31*float64(i), PeakHeap: 40 << 20, PeakRatio: 1.11,
+					Server:  &bench.ServerCost{CPUSeconds: 9.5 * float64(i+1)},
+					Runtime: bench.RuntimeStats{GCCPUSeconds: 0.2 * float64(i+1), AvailableCPUSeconds: 61}}}
+			if i == 2 && lost > 0 {
+				st.Lost, st.Matched, st.Latency.Count = lost, n-lost, n-lost
+				st.Error = fmt.Sprintf("%d of %d writes never reached the handler within 30s", lost, n)
+			}
+			if i == 2 {
+				st.Late = 12
+			}
+			ev.Steps = append(ev.Steps, st)
+		}
+		return ev
+	}
+	typed.Events = events([]float64{95, 71, 66}, []float64{4.1, 9.8, 850}, 0)
+	lean.Events = events([]float64{120, 88, 80}, []float64{3.9, 8.7, 790}, 2)
+	plan := bench.DefaultPlan()
+	plan.Events = bench.DefaultEvents(100, 1000, 5000)
 	return bench.Report{
 		Schema: bench.ReportSchema, Started: start, Finished: start.Add(95 * time.Second),
 		Environment: bench.Environment{Target: "local kube-apiserver", ServerVersion: "v1.37.2", GoVersion: "go1.26.8", ClientGo: "v0.37.2",
 			OS: "linux", Arch: "amd64", CPUs: 2},
-		Plan: bench.DefaultPlan(),
+		Plan: plan,
 		Datasets: []bench.Dataset{{Resource: "pods", Namespace: "cachebench", Count: 1000, Name: "standard", PodShape: "workload",
 			JSONBytes: 22_900, ProtobufBytes: 15_700, ManagedFieldsBytes: 6_600, LastAppliedBytes: 4_700, Seeded: true, SeedSeconds: 9.5}},
 		Results: []bench.Result{
@@ -146,12 +178,13 @@ func TestGoldenHTML(t *testing.T) {
 			t.Errorf("the HTML report contains %q", bad)
 		}
 	}
-	// Six bar charts, the side-by-side chart of the one pair, a heap chart per
-	// successful mode.
-	if n := strings.Count(html, "<svg"); n != 6+1+4 {
-		t.Errorf("the HTML report has %d charts, want 11", n)
+	// Six bar charts, the side-by-side chart of the one pair, three of the
+	// events phase, a heap chart per successful mode.
+	if n := strings.Count(html, "<svg"); n != 6+1+3+4 {
+		t.Errorf("the HTML report has %d charts, want 14", n)
 	}
-	for _, want := range []string{"client-go and leanstore, side by side", "re-list 2, 10% changed", "Re-lists"} {
+	for _, want := range []string{"client-go and leanstore, side by side", "re-list 2, 10% changed", "Re-lists",
+		"Events in steady state", "Delivery latency against write rate", "CPU per event against write rate", "2 of 51900 writes never reached the handler"} {
 		if !strings.Contains(html, want) {
 			t.Errorf("the HTML report does not contain %q", want)
 		}
@@ -205,6 +238,9 @@ func TestSummaryStatesRatiosAndBytes(t *testing.T) {
 		"client-go metadata-only, LIST: 13.7 KB per object (41% of client-go/typed/stream); sync 0.93 s, 0.35 s CPU (1.0x), initial peak 1.90x; re-list peak 3.90x / 3.90x (churn 0 / 0.1); probe 38 ms; re-lists delivered all 120 changes and 890 updates of unchanged objects.",
 		"client-go typed, JSON, LIST: failed (sync pods of client-go/typed-json/list: timed out after 10m0s).",
 		"A reconcile reading every object once through the mode's reader allocated: client-go/typed/stream 0.0 KB per object (peak 1.00x), client-go/typed-strip-mf-la/stream 18.1 KB per object (peak 1.86x).",
+		"Heap sampled every 2ms; the longest gap between two samples in a sync or a re-list was 32 ms (client-go/metadata/list re-list 1): a peak shorter than that may be missed.",
+		"client-go/typed/stream, events on 100 Pods of the writer: 100/s asked, 99.8/s written: p50 1.02 ms, p99 4.10 ms, max 12 ms, 95 µs CPU per event; 1000/s asked, 997/s written: p50 2.45 ms, p99 9.80 ms, max 29 ms, 71 µs CPU per event; 5000/s asked, 1730/s written: p50 212 ms, p99 850 ms, max 2550 ms, 66 µs CPU per event; live heap +1.0 MiB over the phase.",
+		"leanstore/typed-strip-mf-la/stream, events on 100 Pods of the writer: 100/s asked, 99.8/s written: p50 0.97 ms, p99 3.90 ms, max 12 ms, 120 µs CPU per event; 1000/s asked, 997/s written: p50 2.17 ms, p99 8.70 ms, max 26 ms, 88 µs CPU per event; 5000/s asked, 1730/s written: p50 198 ms, p99 790 ms, max 2370 ms, 80 µs CPU per event, 2 LOST; live heap +1.0 MiB over the phase.",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Summary (-want +got):\n%s", diff)

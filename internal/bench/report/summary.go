@@ -76,7 +76,35 @@ func Summary(r bench.Report) []string {
 			out = append(out, line)
 		}
 	}
-	return out
+	if line := samplingSentence(r); line != "" {
+		out = append(out, line)
+	}
+	return append(out, eventsSentences(r)...)
+}
+
+// samplingSentence says how finely the peaks were really sampled: the
+// longest gap between two heap samples in any sync or re-list, against the
+// interval asked. A busy or loaded machine wakes the sampler late, and a peak
+// shorter than the gap may be missed.
+func samplingSentence(r bench.Report) string {
+	var worst float64
+	where := ""
+	for _, res := range r.Results {
+		windows := map[string]bench.Window{"sync": res.InitialSync}
+		for _, rl := range res.Relists {
+			windows[fmt.Sprintf("re-list %d", rl.Index)] = rl.Window
+		}
+		for name, w := range windows {
+			if g := w.Sampling.LongestGapMs; g > worst || g == worst && where != "" && res.Mode+" "+name < where {
+				worst, where = g, res.Mode+" "+name
+			}
+		}
+	}
+	if worst == 0 {
+		return "" // a report from before the gaps were recorded
+	}
+	return fmt.Sprintf("Heap sampled every %s; the longest gap between two samples in a sync or a re-list was %s ms (%s): a peak shorter than that may be missed.",
+		r.Plan.SampleEvery.D(), ms1(worst), where)
 }
 
 // listSentence compares what one reconcile list allocated in each mode of a

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -253,6 +254,12 @@ func WriteTable(out io.Writer, r bench.Report) error {
 			return err
 		}
 	}
+	if rows := eventsRows(r); len(rows) > 0 {
+		_, _ = fmt.Fprintln(w)
+		if err := writeTabbed(w, eventsHeader(multi), rows); err != nil {
+			return err
+		}
+	}
 	for _, res := range r.Results {
 		if res.Error != "" {
 			_, _ = fmt.Fprintf(w, "\n%s failed: %s\n", res.Mode, res.Error)
@@ -265,6 +272,9 @@ func WriteTable(out io.Writer, r bench.Report) error {
 				_, _ = fmt.Fprintf(w, "\n%s re-list %d failed: %s\n", res.Mode, rl.Index, rl.Error)
 			}
 		}
+		for _, e := range eventFailures(res) {
+			_, _ = fmt.Fprintf(w, "\n%s failed: %s\n", res.Mode, e)
+		}
 	}
 	for _, note := range r.Skipped {
 		_, _ = fmt.Fprintf(w, "\nleft out: %s\n", note)
@@ -274,10 +284,18 @@ func WriteTable(out io.Writer, r bench.Report) error {
 		_, _ = fmt.Fprintln(w, line)
 	}
 	_, _ = fmt.Fprintln(w)
-	for _, line := range tableNotes {
+	for _, line := range notes(r) {
 		_, _ = fmt.Fprintln(w, line)
 	}
 	return w.err
+}
+
+// notes are the notes of r's tables: the events phase's too when r has one.
+func notes(r bench.Report) []string {
+	if slices.ContainsFunc(r.Results, func(res bench.Result) bool { return res.Events != nil }) {
+		return append(slices.Clone(tableNotes), eventsNotes...)
+	}
+	return tableNotes
 }
 
 // tableNotes say how the columns are measured.

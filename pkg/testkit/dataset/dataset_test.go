@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -326,5 +327,78 @@ func TestMixedRatios(t *testing.T) {
 	}
 	if small := dataset.Mixed("ns", 50); small.Nodes != 1 || small.Widgets != 2 {
 		t.Errorf("Mixed(50) has %d nodes and %d widgets, want at least one of each", small.Nodes, small.Widgets)
+	}
+}
+
+// TestDistinctPodsShareNothing checks what the distinct shape promises: no
+// two Pods have a label value (beyond the dataset's and a few categories),
+// an annotation value, a container name or image, or an env name or value in
+// common, and Pod i is the same whenever it is made.
+func TestDistinctPodsShareNothing(t *testing.T) {
+	spec := dataset.Spec{Namespace: "ns", PodShape: dataset.PodsDistinct}
+	now := time.Now()
+	seen := map[string]int{}
+	const n = 200
+	for i := range n {
+		p := dataset.NewPod(spec, i, now)
+		var parts []string
+		for k, v := range p.Labels {
+			switch k {
+			case dataset.LabelDataset, "team", "app.kubernetes.io/component", "app.kubernetes.io/part-of":
+				continue // categories: a few values for all Pods
+			}
+			parts = append(parts, "label="+v)
+		}
+		for k, v := range p.Annotations {
+			if k != dataset.LastAppliedAnnotation && !strings.HasPrefix(k, "prometheus.io/") {
+				parts = append(parts, "annotation="+v)
+			}
+		}
+		for _, c := range append(p.Spec.InitContainers, p.Spec.Containers...) {
+			parts = append(parts, "container="+c.Name)
+			for _, e := range c.Env {
+				if e.Value != "" {
+					parts = append(parts, "env="+e.Name+"="+e.Value)
+				}
+			}
+		}
+		parts = append(parts, "image="+p.Spec.Containers[0].Image, "name="+p.Name)
+		for _, part := range parts {
+			if j, ok := seen[part]; ok && j != i {
+				t.Fatalf("pods %d and %d share %s", j, i, part)
+			}
+			seen[part] = i
+		}
+	}
+	a, b := dataset.NewPod(spec, 7, now), dataset.NewPod(spec, 7, now)
+	a.Status.InitContainerStatuses, b.Status.InitContainerStatuses = nil, nil // container IDs are random
+	a.Status.ContainerStatuses, b.Status.ContainerStatuses = nil, nil
+	if diff := cmp.Diff(a, b); diff != "" {
+		t.Errorf("pod 7 made twice differs (-first +second):\n%s", diff)
+	}
+}
+
+// TestDistinctPodSize seeds distinct Pods and checks their size as the
+// server returns them: about 19.7 KB of JSON, managedFields and last-applied
+// included.
+func TestDistinctPodSize(t *testing.T) {
+	leakcheck.Check(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	ns := srv.NewNamespace(t)
+	spec := dataset.Spec{Name: "distinct", Namespace: ns, Pods: 60, PodShape: dataset.PodsDistinct}
+	if err := dataset.Seed(ctx, srv.Config, spec); err != nil {
+		t.Fatal(err)
+	}
+	sizes, err := dataset.Measure(ctx, srv.Config, dataset.PodsGVR, ns, dataset.Selector(spec, dataset.PodsGVR))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("distinct pod sizes: %+v", sizes)
+	if sizes.Count != 60 || sizes.JSON < 18_700 || sizes.JSON > 20_700 {
+		t.Errorf("%d pods of %.0f bytes of JSON on average, want 60 of about 19,700", sizes.Count, sizes.JSON)
+	}
+	if sizes.Managers < 2 || sizes.ManagedFields < 3000 || sizes.LastApplied < 3000 {
+		t.Errorf("sizes %+v: want managedFields of two managers and a last-applied annotation of several KB", sizes)
 	}
 }

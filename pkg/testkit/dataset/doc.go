@@ -10,7 +10,10 @@
 // apply by one field manager (ApplyManager) and then updated by a second
 // (StatusManager), through the status subresource where the kind has one, so that
 // managedFields are real and name two managers. ConfigMaps, large Secrets and a
-// custom resource (Widget) complete the set.
+// custom resource (Widget) complete the set. Spec.PodShape says how much Pods
+// have in common: those of one workload share their template (the default),
+// or every Pod has its own env values and image (PodsUnique), or every Pod
+// differs from every other in everything a cache could share (PodsDistinct).
 //
 //	spec := dataset.Standard("bench")          // 10,000 Pods
 //	spec.Progress = dataset.ProgressPrinter(os.Stderr)

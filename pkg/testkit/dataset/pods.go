@@ -39,14 +39,19 @@ func ParsePodShape(s string) (PodShape, error) {
 		return PodsByWorkload, nil
 	case PodsUnique:
 		return PodsUnique, nil
+	case PodsDistinct:
+		return PodsDistinct, nil
 	}
-	return "", fmt.Errorf("unknown pod shape %q (known: %s, %s)", s, PodsByWorkload, PodsUnique)
+	return "", fmt.Errorf("unknown pod shape %q (known: %s, %s, %s)", s, PodsByWorkload, PodsUnique, PodsDistinct)
 }
 
 // podSpec returns the desired state of Pod i, as a ReplicaSet controller creates
 // it from its template. envPerContainer sets the size: 4 gives about 20 KB of
 // JSON per Pod once the status and managedFields are added by the server.
 func podSpec(ns, dataset string, i, envPerContainer int, shape PodShape) *corev1.Pod {
+	if shape == PodsDistinct {
+		return distinctPodSpec(ns, dataset, i, envPerContainer)
+	}
 	app := apps[i%len(apps)]
 	// In a workload-shaped dataset the template (hash, image, env) is the
 	// app's; in a unique one every Pod has a template of its own.

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/cachetune/cachetune/internal/bench"
+	"github.com/cachetune/cachetune/internal/leakcheck"
+	"github.com/cachetune/cachetune/pkg/testkit/apiserver"
+)
+
+func TestRunEventsFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--events", "100,x"}, `--events takes write rates per second above 0, got "x"`},
+		{[]string{"run", "--events", "0"}, "--events takes write rates per second above 0"},
+		{[]string{"run", "--events", "100", "--event-step", "0s"}, "--event-step must be positive"},
+		{[]string{"run", "--events", "100", "--resources", "configmaps", "--configmaps", "5"}, "--events writes Pods: --resources must include pods"},
+		{[]string{"run", "--kubeconfig", "k", "--events", "100"}, "--events writes to the cluster"},
+		{[]string{"run", "--sample-every", "0s"}, "must be positive"},
+	} {
+		code, _, stderr := cachebench(t, tc.args...)
+		if code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+	o, _, err := parseRunFlags([]string{"--events", "100, 1000", "--event-step", "5s", "--pods", "300", "--sample-every", "1ms", "--relists", "0"}, io.Discard, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := o.Plan.Events; e == nil || len(e.Rates) != 2 || e.Rates[1] != 1000 || e.Step.D() != 5*time.Second || e.Objects != 30 || o.Plan.SampleEvery.D() != time.Millisecond || o.Plan.Relists != 0 {
+		t.Errorf("plan %+v, events %+v", o.Plan, o.Plan.Events)
+	}
+}
+
+// TestRunEvents runs the events phase alone (no re-lists) against the local
+// server, 300 Pods, two modes in their own processes, two short steps, and
+// checks that every write reached each mode's handler and that the table and
+// the HTML report show the phase.
+func TestRunEvents(t *testing.T) {
+	if srv == nil {
+		t.Skip("needs the local kube-apiserver")
+	}
+	leakcheck.Check(t)
+	out := t.TempDir()
+	jsonPath, htmlPath := filepath.Join(out, "cachebench.json"), filepath.Join(out, "cachebench.html")
+	code, stdout, stderr := cachebench(t, "run",
+		"--kubeconfig", kubeconfigFor(t, apiserver.AdminUser, ""), "--seed", "--pods", "300", "--server-pid", fmt.Sprint(srv.PID),
+		"--modes", "client-go/typed/stream,leanstore/metadata-lean/stream", "--relists", "0", "--events", "20,100", "--event-step", "2s",
+		"--idle", "200ms", "--settle", "300ms", "--out-dir", out)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	t.Logf("stderr:\n%s\nstdout:\n%s", stderr, stdout)
+	f, err := os.Open(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	r, err := bench.ReadJSON(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Results) != 2 {
+		t.Fatalf("%d results, want 2", len(r.Results))
+	}
+	for _, res := range r.Results {
+		ev := res.Events
+		if res.Error != "" || ev == nil || ev.Error != "" || ev.Objects != 30 || len(ev.Steps) != 2 {
+			t.Fatalf("%s: error %q, events phase %+v", res.Mode, res.Error, ev)
+		}
+		if ev.IdleCPUPerSecond <= 0 || ev.LiveHeapBefore == 0 {
+			t.Errorf("%s: idle CPU %v s/s, live heap %d before the steps", res.Mode, ev.IdleCPUPerSecond, ev.LiveHeapBefore)
+		}
+		for _, st := range ev.Steps {
+			w := st.Writes
+			if st.Error != "" || st.Lost != 0 || w.Failed != 0 || w.Total() == 0 || st.Matched != w.Total() {
+				t.Errorf("%s step %d: error %q, %d lost, writes %+v, matched %d", res.Mode, st.Index, st.Error, st.Lost, w, st.Matched)
+			}
+			if w.Status == 0 || w.Labels == 0 || (w.Total() >= 10 && (w.Created == 0 || w.Deleted == 0)) {
+				t.Errorf("%s step %d: writes %+v, want every kind", res.Mode, st.Index, w)
+			}
+			// Only the rate achieved is reported as a rate: never above the one asked.
+			if st.AchievedRate <= 0 || st.AchievedRate > st.Rate*1.05+1 {
+				t.Errorf("%s step %d: achieved %.1f/s for %v asked", res.Mode, st.Index, st.AchievedRate, st.Rate)
+			}
+			if st.Latency.Count != st.Matched || st.Latency.P50 <= 0 || st.Latency.Max < st.Latency.P99 || st.Latency.Max > 60_000 {
+				t.Errorf("%s step %d: latency %+v", res.Mode, st.Index, st.Latency)
+			}
+			if d := st.Delivered; d.Adds+d.Updates+d.Deletes < w.Total() || d.Deletes != w.Deleted || st.CPUPerEvent <= 0 {
+				t.Errorf("%s step %d: delivered %+v for writes %+v, %.0f µs CPU per event", res.Mode, st.Index, d, w, st.CPUPerEvent)
+			}
+			if s := st.Window.Server; s == nil || s.CPUSeconds <= 0 || st.Window.Sampling.Samples == 0 || st.LiveHeapAfter == 0 {
+				t.Errorf("%s step %d: window %+v, server %+v", res.Mode, st.Index, st.Window, s)
+			}
+		}
+	}
+	for _, want := range []string{"writes/s asked", "writes/s achieved", "p99 ms", "CPU µs/event"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("the table does not show %q", want)
+		}
+	}
+	html, err := os.ReadFile(htmlPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Delivery latency against write rate", "CPU per event against write rate"} {
+		if !strings.Contains(string(html), want) {
+			t.Errorf("the HTML report has no %q", want)
+		}
+	}
+	// The writer's Pods are gone with the seeded namespace.
+	pods, err := srv.Clientset().CoreV1().Pods(r.Datasets[0].Namespace).List(t.Context(), metav1.ListOptions{})
+	if err != nil || len(pods.Items) != 0 {
+		t.Errorf("after the run: %v, %d pods left", err, len(pods.Items))
+	}
+}
