@@ -33,12 +33,22 @@ func PlanFaults(seed uint64, names []string, steps int) ([]string, error) {
 	return out, nil
 }
 
-// planOf draws steps faults from catalog with seed's plan stream.
+// planOf draws steps faults from catalog with seed's plan stream. A sticky
+// fault is drawn once at most, while the catalog has other faults: it stays
+// in force, and drawn again it may have nothing left to act on (the
+// informers that met a server without the initial-events-end bookmark list
+// with LIST for good, and client-go's after a stall are stuck).
 func planOf(seed uint64, catalog []Fault, steps int) []Fault {
 	rnd := rand.New(rand.NewPCG(seed, planStream))
 	plan := make([]Fault, steps)
+	drawn := map[string]bool{}
 	for i := range plan {
-		plan[i] = catalog[rnd.IntN(len(catalog))]
+		cands := slices.DeleteFunc(slices.Clone(catalog), func(f Fault) bool { return f.sticky && drawn[f.Name] })
+		if len(cands) == 0 {
+			cands = catalog
+		}
+		plan[i] = cands[rnd.IntN(len(cands))]
+		drawn[plan[i].Name] = true
 	}
 	return plan
 }
