@@ -100,8 +100,8 @@ golden: ## regenerate the golden files of cachebench's table and HTML report, an
 	$(GO) test -count=1 ./internal/bench/report/ -run Golden -update
 	$(GO) test -short -count=1 ./internal/doctor/ -run Golden -update
 
-conformance: apiserver ## the differential harness with many seeds: SEEDS programs (default 200) from FIRST (default 1000) against client-go and every leanstore mode
-	CACHETUNE_CONFORMANCE_SEEDS=$(or $(SEEDS),200) CACHETUNE_CONFORMANCE_FIRST=$(or $(FIRST),1000) \
+conformance: apiserver ## the differential harness with many seeds: SEEDS programs (default 200) from FIRST (default 1000), FAULTS (comma-separated, default all), against client-go and every leanstore mode
+	CACHETUNE_CONFORMANCE_SEEDS=$(or $(SEEDS),200) CACHETUNE_CONFORMANCE_FIRST=$(or $(FIRST),1000) CACHETUNE_CONFORMANCE_FAULTS=$(FAULTS) \
 		$(GO) test -count=1 -timeout 12h -run '^TestConformance$$' -v ./internal/conformance/
 
 # The table lands in bench/results only from a run whose every check passed:

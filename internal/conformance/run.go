@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,7 +29,7 @@ type Config struct {
 	Server *rest.Config
 	// Flavors are the informers to compare (DefaultFlavors).
 	Flavors []Flavor
-	// Steps is the number of steps of a program (6).
+	// Steps is the number of steps of a program (DefaultSteps).
 	Steps int
 	// InitialPods is the number of Pods created before the informers start (24).
 	InitialPods int
@@ -36,14 +37,24 @@ type Config struct {
 	MaxWrites int
 	// Faults restricts the catalog to these names; empty means every fault.
 	Faults []string
-	// StepTimeout bounds the wait for leanstore's informers to converge after
-	// a step (15 s; IdleTimeout more after a fault detected by a time-out).
-	// It must stay below twice IdleTimeout: a stale cache heals itself then.
-	StepTimeout time.Duration
-	// OracleTimeout bounds the wait for client-go's informers to converge at
-	// the end (90 s: client-go's backoff grows to 30 s, jitter doubles it).
-	// They are not waited for after each step.
+	// Bounds are leanstore's times to truth (DefaultBounds).
+	Bounds Bounds
+	// OracleStepTimeout bounds the wait for client-go's informers after a
+	// step (10 s): they are timed, to bound leanstore's time by theirs, and
+	// one that does not converge in time is left to converge by the end. It
+	// must stay well below IdleTimeout: no write reaches the informers while
+	// client-go is waited for, and a leanstore watch that sees nothing for
+	// two idle time-outs in a row lists again, as it must when watches keep
+	// stalling (with a real server's bookmarks about once a minute and the
+	// default idle time-out of 2 minutes, a quiet watch never stalls).
+	OracleStepTimeout time.Duration
+	// OracleTimeout bounds the wait for client-go's informers to sync and to
+	// converge at the end (90 s: client-go's backoff grows to 30 s, jitter
+	// doubles it).
 	OracleTimeout time.Duration
+	// Attempts is how many times a step whose fault did not act (no request
+	// met it) is run before the run fails (3).
+	Attempts int
 	// PerItemProcessing turns client-go's InOrderInformersBatchProcess
 	// feature off for the run's informers: the FIFO's consumer then updates
 	// the indexer one event at a time, as client-go did before v0.35, and a
@@ -55,7 +66,7 @@ type Config struct {
 
 func (c *Config) defaults() {
 	if c.Steps == 0 {
-		c.Steps = 6
+		c.Steps = DefaultSteps
 	}
 	if c.InitialPods == 0 {
 		c.InitialPods = 24
@@ -63,11 +74,17 @@ func (c *Config) defaults() {
 	if c.MaxWrites == 0 {
 		c.MaxWrites = 12
 	}
-	if c.StepTimeout == 0 {
-		c.StepTimeout = 15 * time.Second
+	if c.Bounds == (Bounds{}) {
+		c.Bounds = DefaultBounds()
+	}
+	if c.OracleStepTimeout == 0 {
+		c.OracleStepTimeout = 10 * time.Second
 	}
 	if c.OracleTimeout == 0 {
 		c.OracleTimeout = 90 * time.Second
+	}
+	if c.Attempts == 0 {
+		c.Attempts = 3
 	}
 	if c.Flavors == nil {
 		c.Flavors = DefaultFlavors()
@@ -82,6 +99,12 @@ type Result struct {
 	Seed uint64
 	// Faults are the faults of the steps, in order.
 	Faults []string
+	// Acted counts, per fault, the steps in which it took effect; a step
+	// whose fault did not act is run again (Config.Attempts), and its runs
+	// that did not act are counted in NotActed.
+	Acted, NotActed map[string]int
+	// Times are the times to truth of each step.
+	Times []StepTimes
 	// Writes counts the writes made.
 	Writes int
 	// Failures are the broken checks; empty means the run passed.
@@ -97,93 +120,221 @@ type Result struct {
 // Failed reports whether any check failed.
 func (r Result) Failed() bool { return len(r.Failures) > 0 }
 
+// DefaultSteps is the number of steps of a program unless Config.Steps says.
+const DefaultSteps = 6
+
 var runSeq atomic.Int64
+
+// runState is one Run's moving parts.
+type runState struct {
+	cfg      Config
+	seed     uint64
+	res      *Result
+	c        clients
+	w        *writer
+	proxy    *faults.Proxy
+	hist     *history
+	subjects []*subject
+	selector string
+	// phase is the current phase's index in phases, which the recorders
+	// stamp on every event.
+	phase  atomic.Int32
+	phases []*phase
+}
+
+func (r *runState) fail(format string, args ...any) {
+	r.res.Failures = append(r.res.Failures, fmt.Sprintf(format, args...))
+}
 
 // Run runs the program of seed against every flavor at once and checks them.
 // An error means the run itself could not be carried out (the server is not
 // there); broken checks are in the Result.
-func Run(ctx context.Context, cfg Config, seed uint64) (Result, error) {
+func Run(ctx context.Context, cfg Config, seed uint64) (res Result, err error) {
 	cfg.defaults()
 	start := time.Now()
-	res := Result{Seed: seed}
-	rnd := rand.New(rand.NewPCG(seed, 0x5eed))
+	res = Result{Seed: seed, Acted: map[string]int{}, NotActed: map[string]int{}}
+	defer func() { res.Duration = time.Since(start) }()
 	catalog, err := catalogOf(cfg.Faults)
 	if err != nil {
 		return res, err
 	}
-
-	admin, err := kubernetes.NewForConfig(cfg.Server)
-	if err != nil {
+	if err = cfg.Bounds.check(); err != nil {
+		return res, err
+	}
+	if cfg.OracleStepTimeout >= IdleTimeout {
+		return res, fmt.Errorf("OracleStepTimeout %s: want it below IdleTimeout (%s)", cfg.OracleStepTimeout, IdleTimeout)
+	}
+	r := &runState{cfg: cfg, seed: seed, res: &res}
+	if r.c, err = newClients(cfg.Server); err != nil {
 		return res, err
 	}
 	run := fmt.Sprintf("s%d-%d-%d", seed, time.Now().UnixNano()%100000, runSeq.Add(1))
-	w := newWriter(admin, run, seed)
-	defer func() { res.Log = w.log }()
-	if err := w.setup(ctx, cfg.InitialPods); err != nil {
+	r.w = newWriter(r.c.typed, run, seed)
+	defer func() { res.Log = r.w.log }()
+	if err := r.w.setup(ctx, cfg.InitialPods); err != nil {
 		return res, err
 	}
-	proxy, err := faults.Start(cfg.Server)
-	if err != nil {
+	if r.hist, err = startHistory(ctx, r.c, run); err != nil {
 		return res, err
 	}
-	defer proxy.Close()
+	defer r.hist.stop()
+	if r.proxy, err = faults.Start(cfg.Server); err != nil {
+		return res, err
+	}
+	defer r.proxy.Close()
+	r.selector = runLabel + "=" + run
+	if r.subjects, err = newSubjects(cfg.Flavors, r.proxy.Config(cfg.Server), r.selector, &r.phase); err != nil {
+		return res, err
+	}
 
-	selector := runLabel + "=" + run
-	subjects, err := newSubjects(cfg.Flavors, proxy.Config(cfg.Server), selector)
-	if err != nil {
-		return res, err
-	}
 	var gates map[clientfeatures.Feature]bool
 	if cfg.PerItemProcessing {
 		gates = map[clientfeatures.Feature]bool{clientfeatures.InOrderInformersBatchProcess: false}
 	}
 	restoreGates := withGates(gates)
 	defer restoreGates()
-	stop := startSubjects(ctx, subjects)
+	ph, err := r.begin(ctx, "the initial sync", Fault{Name: "initial"})
+	if err != nil {
+		return res, err
+	}
+	stop := startSubjects(ctx, r.subjects)
 	defer stop()
-	res.Failures = append(res.Failures, waitSynced(ctx, subjects, cfg.OracleTimeout)...)
+	res.Failures = append(res.Failures, waitSynced(ctx, r.subjects, cfg.OracleTimeout)...)
 	if res.Failed() {
 		return res, nil
 	}
-	// check waits for the informers to hold the truth: leanstore's after
-	// every step, client-go's (the oracle) only at the end, since its backoff
-	// cannot be shortened and would make every step wait for it.
-	check := func(step string, timeout time.Duration, oracles bool) {
-		res.Failures = append(res.Failures, checkTruth(ctx, cfg, admin, selector, subjects, seed, step, timeout, oracles)...)
-	}
-	check("after the initial sync", cfg.OracleTimeout, true)
-	var stickies []func()
-	defer func() {
-		for _, lift := range stickies {
-			lift()
-		}
-	}()
-	for i := range cfg.Steps {
-		f := catalog[rnd.IntN(len(catalog))]
-		res.Faults = append(res.Faults, f.Name)
-		step := fmt.Sprintf("step %d (%s)", i+1, f.Name)
-		cfg.Log("seed %d %s", seed, step)
-		w.logf("-- %s", step)
-		n, err := holdFault(ctx, w, proxy, subjects, f, rnd, cfg.MaxWrites, &stickies)
-		res.Writes += n
-		if err != nil {
-			return res, fmt.Errorf("%s: %w", step, err)
-		}
-		res.Impaired = append(res.Impaired, markImpaired(f, step, subjects)...)
-		check(step, stepTimeout(cfg, f), false)
-	}
-	if err := w.releaseAll(ctx); err != nil {
+	if err := r.end(ctx, ph); err != nil {
 		return res, err
 	}
-	check("at the end", cfg.OracleTimeout, true)
+	r.check(ctx, ph, cfg.OracleTimeout, true)
+
+	stickies := map[string]*applied{}
+	defer func() {
+		for _, a := range stickies {
+			a.lift()
+		}
+	}()
+	rnd := rand.New(rand.NewPCG(seed, programStream))
+	for i, f := range planOf(seed, catalog, cfg.Steps) {
+		res.Faults = append(res.Faults, f.Name)
+		if err := r.step(ctx, i+1, f, rnd, stickies); err != nil {
+			return res, err
+		}
+	}
+
+	// The end: the writer releases every held Pod, with no new fault.
+	ph, err = r.begin(ctx, "at the end", Fault{Name: "end"})
+	if err != nil {
+		return res, err
+	}
+	if err := r.w.releaseAll(ctx); err != nil {
+		return res, err
+	}
+	if err := r.end(ctx, ph); err != nil {
+		return res, err
+	}
+	r.check(ctx, ph, cfg.OracleTimeout, true)
 	stop()
-	res.Failures = append(res.Failures, violations(subjects)...)
-	res.Duration = time.Since(start)
+
+	// The event streams, against the server's history up to now.
+	mark, err := r.w.mark(ctx)
+	if err != nil {
+		return res, err
+	}
+	if err := r.hist.waitFor(ctx, mark, 30*time.Second); err != nil {
+		return res, err
+	}
+	res.Failures = append(res.Failures, streamFailures(r.subjects, r.hist, r.phases)...)
+	res.Failures = append(res.Failures, violations(r.subjects)...)
 	return res, nil
 }
 
+// step runs step number n of fault f, again while its fault does not act,
+// up to Config.Attempts times. A sticky fault stays in stickies, by name, for
+// the rest of the run; drawn again, it is the one in force, triggered again.
+func (r *runState) step(ctx context.Context, n int, f Fault, rnd *rand.Rand, stickies map[string]*applied) error {
+	for attempt := 1; attempt <= r.cfg.Attempts; attempt++ {
+		name := fmt.Sprintf("step %d (%s)", n, f.Name)
+		if attempt > 1 {
+			name = fmt.Sprintf("step %d (%s, attempt %d)", n, f.Name, attempt)
+		}
+		r.cfg.Log("seed %d %s", r.seed, name)
+		r.w.logf("-- %s", name)
+		ph, err := r.begin(ctx, name, f)
+		if err != nil {
+			return err
+		}
+		a := stickies[f.Name]
+		if a == nil {
+			a = f.apply(r.proxy, rnd)
+			if f.sticky {
+				stickies[f.Name] = a
+			}
+		}
+		for _, other := range stickies {
+			if other != a {
+				other.behind(r.proxy)
+			}
+		}
+		rules0, triggers0 := a.counts()
+		writes, err := r.hold(ctx, f, a, rnd)
+		r.res.Writes += writes
+		if !f.sticky {
+			a.lift()
+		}
+		if err == nil {
+			err = r.w.proof(ctx)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		if err := r.end(ctx, ph); err != nil {
+			return err
+		}
+		rules, triggers := a.counts()
+		rules, triggers = rules-rules0, triggers-triggers0
+		ph.acted = f.actedOn(rules, triggers)
+		r.res.Impaired = append(r.res.Impaired, r.markImpaired(f, name)...)
+		r.check(ctx, ph, r.cfg.OracleStepTimeout, false)
+		if ph.acted {
+			r.res.Acted[f.Name]++
+			return nil
+		}
+		r.res.NotActed[f.Name]++
+		r.cfg.Log("seed %d %s: the fault did not act (rules acted %d times, triggers %d)", r.seed, name, rules, triggers)
+	}
+	r.fail("step %d (%s): the fault did not act in %d attempts: no request or stream met it", n, f.Name, r.cfg.Attempts)
+	return nil
+}
+
+// hold makes a step's writes under fault f (applied as a), holds the fault
+// a while and returns how many writes succeeded.
+func (r *runState) hold(ctx context.Context, f Fault, a *applied, rnd *rand.Rand) (int, error) {
+	if f.ghost {
+		return ghost(ctx, r.w, r.proxy, r.subjects, a)
+	}
+	n := 1 + rnd.IntN(r.cfg.MaxWrites)
+	at := rnd.IntN(n + 1)
+	writes := 0
+	for j := range n + 1 {
+		if j == at {
+			a.fire(r.proxy)
+		}
+		if j == n {
+			break
+		}
+		if err := r.w.write(ctx); err != nil {
+			return writes, err
+		}
+		writes++
+	}
+	sleepCtx(ctx, time.Duration(200+rnd.IntN(1300))*time.Millisecond) // the fault holds a while
+	return writes, nil
+}
+
 // startSubjects runs every subject's informer and resourceVersion recorder
-// until the returned stop is called, which waits for them.
+// until the returned stop is called, which waits for them; a second call
+// returns at once.
 func startSubjects(ctx context.Context, subjects []*subject) (stop func()) {
 	runCtx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -197,50 +348,28 @@ func startSubjects(ctx context.Context, subjects []*subject) (stop func()) {
 	}
 }
 
-// checkTruth lists the truth and waits up to timeout for the subjects to
-// hold it (the oracles too when oracles is set), returning what failed.
-func checkTruth(ctx context.Context, cfg Config, admin kubernetes.Interface, selector string, subjects []*subject, seed uint64, step string, timeout time.Duration, oracles bool) []string {
-	truth, err := truthOf(ctx, admin, selector)
-	if err != nil {
-		return []string{fmt.Sprintf("%s: the truth: %v", step, err)}
-	}
-	var checked []*subject
-	for _, s := range subjects {
-		if oracles || !s.flavor.Oracle() {
-			checked = append(checked, s)
-		}
-	}
-	t0 := time.Now()
-	fails, slowest := converge(ctx, checked, truth, step, timeout)
-	cfg.Log("seed %d %s: %d objects, converged in %s (slowest %s)", seed, step, len(truth), time.Since(t0).Round(10*time.Millisecond), slowest)
-	return fails
-}
-
 // catalogOf returns the faults named (every fault when none is), or an error
-// when no fault has any of the names.
+// when a name is no fault's.
 func catalogOf(names []string) ([]Fault, error) {
 	if len(names) == 0 {
 		return Faults, nil
 	}
 	var catalog []Fault
-	for _, f := range Faults {
-		for _, name := range names {
-			if f.Name == name {
-				catalog = append(catalog, f)
-			}
+	for _, name := range names {
+		i := slices.IndexFunc(Faults, func(f Fault) bool { return f.Name == name })
+		if i < 0 {
+			return nil, fmt.Errorf("no fault named %q (the catalog: %v)", name, FaultNames())
 		}
-	}
-	if len(catalog) == 0 {
-		return nil, fmt.Errorf("no fault named %v (the catalog: %v)", names, FaultNames())
+		catalog = append(catalog, Faults[i])
 	}
 	return catalog, nil
 }
 
 // newSubjects builds one subject per flavor, each through cfg (the proxy's).
-func newSubjects(flavors []Flavor, cfg *rest.Config, selector string) ([]*subject, error) {
+func newSubjects(flavors []Flavor, cfg *rest.Config, selector string, phase *atomic.Int32) ([]*subject, error) {
 	subjects := make([]*subject, 0, len(flavors))
 	for _, f := range flavors {
-		s, err := newSubject(f, cfg, selector)
+		s, err := newSubject(f, cfg, selector, phase)
 		if err != nil {
 			return nil, fmt.Errorf("flavor %s: %w", f, err)
 		}
@@ -263,65 +392,13 @@ func waitSynced(ctx context.Context, subjects []*subject, timeout time.Duration)
 	return failures
 }
 
-// holdFault applies f, makes the step's writes under it, holds it a while
-// and lifts it, unless it is sticky: a sticky fault's lift joins stickies,
-// for the end of the run. It returns how many writes succeeded.
-func holdFault(ctx context.Context, w *writer, proxy *faults.Proxy, subjects []*subject, f Fault, rnd *rand.Rand, maxWrites int, stickies *[]func()) (int, error) {
-	lift := f.apply(proxy, rnd)
-	if f.sticky {
-		*stickies = append(*stickies, lift)
-		lift = func() {}
-	}
-	defer lift()
-	n, err := stepWrites(ctx, w, proxy, subjects, f, rnd, maxWrites)
-	if err != nil {
-		return n, err
-	}
-	sleepCtx(ctx, time.Duration(200+rnd.IntN(1300))*time.Millisecond) // the fault holds a while
-	return n, nil
-}
-
-// stepTimeout is how long the informers have to converge after a step of f:
-// a slow fault's stalled watch takes the idle time-out to notice.
-func stepTimeout(cfg Config, f Fault) time.Duration {
-	if f.slow {
-		return cfg.StepTimeout + IdleTimeout
-	}
-	return cfg.StepTimeout
-}
-
-// stepWrites makes a step's writes while fault f holds: a ghost for a ghost
-// fault, else 1 to maxWrites writes with f's trigger at a random point among
-// them. It returns how many writes succeeded.
-func stepWrites(ctx context.Context, w *writer, proxy *faults.Proxy, subjects []*subject, f Fault, rnd *rand.Rand, maxWrites int) (int, error) {
-	if f.ghost {
-		return ghost(ctx, w, proxy, subjects)
-	}
-	n := 1 + rnd.IntN(maxWrites)
-	at := rnd.IntN(n + 1)
-	writes := 0
-	for j := range n + 1 {
-		if j == at && f.trigger != nil {
-			f.trigger(proxy)
-		}
-		if j == n {
-			break
-		}
-		if err := w.write(ctx); err != nil {
-			return writes, err
-		}
-		writes++
-	}
-	return writes, nil
-}
-
 // markImpaired marks the subjects fault f impairs (the first time only) and
 // returns the lines for Result.Impaired.
-func markImpaired(f Fault, step string, subjects []*subject) []string {
+func (r *runState) markImpaired(f Fault, step string) []string {
 	var out []string
-	for _, s := range subjects {
+	for _, s := range r.subjects {
 		if why := impairs(f, s.flavor); why != "" && s.impaired == "" {
-			s.impaired = step + ": " + why
+			s.impaired, s.impairedAt = step+": "+why, int(r.phase.Load())
 			out = append(out, s.flavor.String()+" after "+s.impaired)
 		}
 	}
@@ -362,7 +439,9 @@ func impairs(f Fault, fl Flavor) string {
 // client-go's indexer holds its lock while an index function runs, and a
 // re-list that reads the indexer waits for one queued event per read: the
 // burst must be longer than the list for the ADDED to still be queued.
-func ghost(ctx context.Context, w *writer, p *faults.Proxy, subjects []*subject) (int, error) {
+//
+// The 410 is counted in a's triggers: the fault acted when it ended a watch.
+func ghost(ctx context.Context, w *writer, p *faults.Proxy, subjects []*subject, a *applied) (int, error) {
 	removeList := p.AddRule(faults.Rule{Match: podList, Fault: faults.Status(503, 0)})
 	removeStream := p.AddRule(faults.Rule{Match: podStream, Fault: faults.Status(503, 0)})
 	defer removeList()
@@ -396,7 +475,7 @@ func ghost(ctx context.Context, w *writer, p *faults.Proxy, subjects []*subject)
 		}
 	}
 	sleepCtx(ctx, 50*time.Millisecond)
-	p.EndWatches(pods, faults.Gone())
+	a.triggers = append(a.triggers, p.EndWatchesCounted(pods, faults.Gone()))
 	if err := w.delete(ctx, last); err != nil {
 		return writes, err
 	}
@@ -409,7 +488,7 @@ func ghost(ctx context.Context, w *writer, p *faults.Proxy, subjects []*subject)
 	return writes, nil
 }
 
-// truthOf is a fresh consistent LIST of the run's Pods.
+// truthOf is a fresh consistent LIST of the run's Pods: key -> resourceVersion.
 func truthOf(ctx context.Context, cs kubernetes.Interface, selector string) (state, error) {
 	list, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
@@ -422,48 +501,7 @@ func truthOf(ctx context.Context, cs kubernetes.Interface, selector string) (sta
 	return out, nil
 }
 
-// converge waits until every subject that can converge holds the truth and its
-// handlers were told the same, and returns what did not, and which subject
-// took longest.
-func converge(ctx context.Context, subjects []*subject, truth state, step string, timeout time.Duration) (failures []string, slowest string) {
-	start := time.Now()
-	deadline := start.Add(timeout)
-	pending := map[*subject]string{}
-	for _, s := range subjects {
-		if s.impaired == "" {
-			pending[s] = "not checked"
-		}
-	}
-	var slowestAt time.Duration
-	for len(pending) > 0 {
-		for s := range pending {
-			told, _ := s.rec.snapshot()
-			switch storeDiff, handlerDiff := truth.diff(storeState(s.inf)), truth.diff(told); {
-			case storeDiff != "":
-				pending[s] = "the store differs from a fresh LIST: " + storeDiff
-			case handlerDiff != "":
-				pending[s] = "what the handlers were told differs from the store: " + handlerDiff
-			default:
-				delete(pending, s)
-				if d := time.Since(start); d >= slowestAt {
-					slowestAt, slowest = d, fmt.Sprintf("%s at %s", s.flavor, d.Round(10*time.Millisecond))
-				}
-			}
-		}
-		if len(pending) == 0 || time.Now().After(deadline) || ctx.Err() != nil {
-			break
-		}
-		sleepCtx(ctx, 50*time.Millisecond)
-	}
-	for _, s := range subjects {
-		if why, ok := pending[s]; ok {
-			failures = append(failures, fmt.Sprintf("%s: %s: %s", step, s.flavor, why))
-		}
-	}
-	return failures, slowest
-}
-
-func metaOf(obj interface{}) (metav1.Object, error) {
+func metaOf(obj any) (metav1.Object, error) {
 	if obj == nil {
 		return nil, errors.New("nil object")
 	}

@@ -9,13 +9,16 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
@@ -54,14 +57,21 @@ func (f Flavor) String() string {
 // Oracle reports whether f is plain client-go.
 func (f Flavor) Oracle() bool { return f.Library == "client-go" }
 
-// DefaultFlavors are the informers a run compares: client-go, streaming and
-// not, one with a slow consumer; leanstore's three factories, streaming lists
+// DefaultFlavors are the informers a run compares: client-go's typed
+// informer, streaming and not, one with a slow consumer, and its dynamic and
+// metadata-only informers, streaming and not (the oracles of leanstore's
+// other two factories: those that list with LIST outlive a server without the
+// initial-events-end bookmark); leanstore's three factories, streaming lists
 // on their default (auto) and off, sharing on and off, slow consumers.
 func DefaultFlavors() []Flavor {
 	return []Flavor{
 		{Library: "client-go", Kind: "typed", Streaming: "on"},
 		{Library: "client-go", Kind: "typed", Streaming: "off"},
 		{Library: "client-go", Kind: "typed", Streaming: "on", SlowIndex: true},
+		{Library: "client-go", Kind: "dynamic", Streaming: "on"},
+		{Library: "client-go", Kind: "dynamic", Streaming: "off"},
+		{Library: "client-go", Kind: "metadata", Streaming: "on"},
+		{Library: "client-go", Kind: "metadata", Streaming: "off"},
 		{Library: "leanstore", Kind: "typed", Streaming: "auto"},
 		{Library: "leanstore", Kind: "typed", Streaming: "off"},
 		{Library: "leanstore", Kind: "typed", Streaming: "auto", SlowIndex: true},
@@ -88,34 +98,47 @@ var indexDelay atomic.Int64
 func init() { indexDelay.Store(int64(SlowIndexDelay)) }
 
 // IdleTimeout is the leanstore informers' watch idle time-out. A watch of a
-// quiet run sees no event for that long and restarts, and after two such
-// stalls in a row the informer lists again, which would heal a stale cache:
-// leanstore must converge well before twice this time (see Config.StepTimeout).
-var IdleTimeout = 10 * time.Second
+// quiet run sees no event for that long and restarts from its last
+// resourceVersion, which would deliver again an event the informer lost, and
+// after two such stalls in a row the informer lists again, which would heal
+// a stale cache: leanstore's time to truth is bounded well below it (see
+// Bounds).
+var IdleTimeout = 15 * time.Second
 
 // subject is one informer under test, with what its handlers were told.
 type subject struct {
 	flavor Flavor
+	// agent is the User-Agent of its requests: the proxy counts them by it.
+	agent  string
 	inf    cache.SharedIndexInformer
 	run    func(ctx context.Context)
+	status func() []leanstore.Status // leanstore's; nil for client-go
 	rec    *recorder
 	rv     *rvMonitor
 	// impaired says why the subject cannot be expected to converge any more
 	// (client-go after a fault it does not recover from); "" when it can.
 	impaired string
+	// impairedAt is the phase (see Run) in which it was impaired.
+	impairedAt int
+	// contentFailed is set once a content check failed: later ones are
+	// reported in a line.
+	contentFailed bool
 }
 
 // newSubject builds the informer of flavor f on cfg, over the pods that match
-// selector in every namespace.
-func newSubject(f Flavor, cfg *rest.Config, selector string) (*subject, error) {
-	s := &subject{flavor: f, rec: newRecorder(), rv: &rvMonitor{}}
+// selector in every namespace; its handlers record into a recorder that
+// stamps each event with the phase.
+func newSubject(f Flavor, cfg *rest.Config, selector string, phase *atomic.Int32) (*subject, error) {
+	s := &subject{flavor: f, agent: "cachetune-conformance/" + f.String(), rec: newObjectRecorder(phase), rv: &rvMonitor{}}
+	cfg = rest.CopyConfig(cfg)
+	cfg.UserAgent = s.agent
 	indexers := indexersOf(f)
 	var err error
 	switch f.Library {
 	case "client-go":
 		s.inf, s.run, err = clientGoInformer(f, cfg, selector, indexers)
 	case "leanstore":
-		s.inf, s.run, _, err = leanstoreInformer(f, cfg, selector, indexers)
+		s.inf, s.run, s.status, err = leanstoreInformer(f, cfg, selector, indexers)
 	default:
 		err = fmt.Errorf("flavor %s: unknown library", f)
 	}
@@ -140,29 +163,57 @@ func indexersOf(f Flavor) cache.Indexers {
 	return indexers
 }
 
-// clientGoInformer is the oracle: client-go's own typed Pod informer.
+// clientGoInformer is an oracle: client-go's own Pod informer of f's kind,
+// built as its informer factories build it (typed, dynamicinformer,
+// metadatainformer), on the pods that match selector.
+//
+// With streaming lists on, the dynamic and metadata-only informers are the
+// ones dynamicinformer and metadatainformer build; with them off (which those
+// packages cannot do but by the process-wide feature gate) they are built
+// here the same way, with a ListerWatcher that refuses streaming lists.
 func clientGoInformer(f Flavor, cfg *rest.Config, selector string, indexers cache.Indexers) (cache.SharedIndexInformer, func(context.Context), error) {
-	if f.Kind != "typed" {
-		return nil, nil, fmt.Errorf("client-go flavor %s: only typed", f)
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	c, err := newClients(cfg)
 	if err != nil {
 		return nil, nil, err
+	}
+	tweak := func(o *metav1.ListOptions) { o.LabelSelector = selector }
+	if f.Streaming == "on" {
+		var inf cache.SharedIndexInformer
+		switch f.Kind {
+		case kindDynamic:
+			inf = dynamicinformer.NewFilteredDynamicInformer(c.dynamic, podsGVR, "", 0, indexers, tweak).Informer()
+		case kindMetadata:
+			inf = metadatainformer.NewFilteredMetadataInformer(c.metadata, podsGVR, "", 0, indexers, tweak).Informer()
+		}
+		if inf != nil {
+			return inf, inf.RunWithContext, nil
+		}
+	}
+	list, watchFn := c.listWatch(f.Kind)
+	var example kruntime.Object = &corev1.Pod{}
+	switch f.Kind {
+	case kindTyped:
+	case kindDynamic:
+		example = &unstructured.Unstructured{}
+	case kindMetadata:
+		example = &metav1.PartialObjectMetadata{}
+	default:
+		return nil, nil, fmt.Errorf("client-go flavor %s: unknown kind", f)
 	}
 	var lw cache.ListerWatcher = &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (kruntime.Object, error) {
 			o.LabelSelector = selector
-			return cs.CoreV1().Pods("").List(ctx, o)
+			return list(ctx, o)
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.LabelSelector = selector
-			return cs.CoreV1().Pods("").Watch(ctx, o)
+			return watchFn(ctx, o)
 		},
 	}
 	if f.Streaming == "off" {
 		lw = noStreamingLists{lw}
 	}
-	inf := cache.NewSharedIndexInformerWithOptions(lw, &corev1.Pod{}, cache.SharedIndexInformerOptions{Indexers: indexers, ObjectDescription: f.String()})
+	inf := cache.NewSharedIndexInformerWithOptions(lw, example, cache.SharedIndexInformerOptions{Indexers: indexers, ObjectDescription: f.String()})
 	return inf, inf.RunWithContext, nil
 }
 
@@ -283,70 +334,6 @@ func (want state) diff(got state) string {
 }
 
 func first(s []string) []string { return s[:min(len(s), 3)] }
-
-// recorder is an event handler that applies every event to its own state and
-// checks, per key, that resourceVersions never go backwards.
-type recorder struct {
-	mu         sync.Mutex
-	state      state
-	last       map[string]string // key -> newest resourceVersion seen
-	events     int
-	violations []string
-}
-
-func newRecorder() *recorder {
-	return &recorder{state: state{}, last: map[string]string{}}
-}
-
-func (r *recorder) handler() cache.ResourceEventHandler {
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj interface{}) { r.saw("add", obj, false) },
-		UpdateFunc: func(_, obj interface{}) { r.saw("update", obj, false) },
-		DeleteFunc: func(obj interface{}) { r.saw("delete", obj, true) },
-	}
-}
-
-func (r *recorder) saw(what string, obj interface{}, deleted bool) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	m, err := metaOf(obj)
-	if err != nil {
-		r.mu.Lock()
-		r.violations = append(r.violations, fmt.Sprintf("%s of %T without metadata", what, obj))
-		r.mu.Unlock()
-		return
-	}
-	r.sawKey(what, key(m.GetNamespace(), m.GetName()), m.GetResourceVersion(), deleted)
-}
-
-// sawKey records an event of the object at key k with resourceVersion rv.
-func (r *recorder) sawKey(what, k, rv string, deleted bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events++
-	if prev, ok := r.last[k]; ok {
-		if c, err := resourceversion.CompareResourceVersion(rv, prev); err == nil && c < 0 {
-			r.violations = append(r.violations, fmt.Sprintf("%s of %s at resourceVersion %s after %s", what, k, rv, prev))
-		}
-	}
-	r.last[k] = rv
-	if deleted {
-		delete(r.state, k)
-	} else {
-		r.state[k] = rv
-	}
-}
-
-func (r *recorder) snapshot() (state, []string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	s := make(state, len(r.state))
-	for k, v := range r.state {
-		s[k] = v
-	}
-	return s, append([]string(nil), r.violations...)
-}
 
 // rvMonitor samples an informer's LastSyncResourceVersion and records every
 // time it went backwards.

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -37,6 +38,7 @@ type writer struct {
 	namespaces []string
 	pods       map[string]*podModel // key -> model
 	last       string               // the key of the Pod created last
+	markSeq    int
 	log        []string
 }
 
@@ -55,9 +57,12 @@ func (w *writer) logf(format string, args ...any) {
 	w.log = append(w.log, fmt.Sprintf(format, args...))
 }
 
-// setup creates the run's first namespace and n Pods in it.
+// setup creates the run's first namespace, its mark and n Pods in it.
 func (w *writer) setup(ctx context.Context, n int) error {
 	if err := w.createNamespace(ctx); err != nil {
+		return err
+	}
+	if err := w.createMark(ctx); err != nil {
 		return err
 	}
 	for range n {
@@ -80,6 +85,52 @@ func (w *writer) createNamespace(ctx context.Context) error {
 	return nil
 }
 
+// markName is the run's mark: a Pod in its first namespace, outside the
+// informers' selector, that the writer patches to learn the server's current
+// resourceVersion from its answer (see mark).
+const markName = "mark"
+
+func (w *writer) createMark(ctx context.Context) error {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: markName, Namespace: w.namespaces[0], Labels: map[string]string{runLabel: markOf(w.run)}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example.com/shop/app:1"}}},
+	}
+	if _, err := w.cs.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return nil
+}
+
+// mark writes to the run's mark and returns the resourceVersion of the
+// write: every write before it has an older one.
+func (w *writer) mark(ctx context.Context) (string, error) {
+	w.markSeq++
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{"conformance/mark":"%d"}}}`, w.markSeq)
+	pod, err := w.cs.CoreV1().Pods(w.namespaces[0]).Patch(ctx, markName, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	if err != nil {
+		return "", fmt.Errorf("mark pod %s/%s: %w", w.namespaces[0], markName, err)
+	}
+	return pod.ResourceVersion, nil
+}
+
+// proof patches a Pod in the informers' selector (creating one when there is
+// none), after a step's fault is lifted: an informer then holds the truth
+// only once it sees a write made after the lift, that is, once it has
+// recovered, not merely when the fault happened to hide nothing.
+func (w *writer) proof(ctx context.Context) error {
+	p := w.pick(func(p *podModel) bool { return p.selected && !p.terminating })
+	if p == nil {
+		return w.create(ctx, w.pickNamespace())
+	}
+	w.markSeq++
+	w.logf("proof %s/%s", p.ns, p.name)
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{"conformance/proof":"%d"}}}`, w.markSeq)
+	if _, err := w.CoreV1Pods()(p.ns).Patch(ctx, p.name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("patch pod %s/%s: %w", p.ns, p.name, err)
+	}
+	return nil
+}
+
 // ops are the writes a step picks from, with weights.
 var ops = []struct {
 	name   string
@@ -88,6 +139,7 @@ var ops = []struct {
 	{"create", 6}, {"update", 5}, {"patch", 4}, {"status", 4}, {"delete", 4},
 	{"delete-held", 2}, {"release", 3}, {"unselect", 2}, {"reselect", 2},
 	{"create-delete", 2}, {"namespace-create", 1}, {"namespace-drain", 1},
+	{"share", 3}, {"diverge", 3},
 }
 
 // write makes one random write.
@@ -137,6 +189,10 @@ func (w *writer) do(ctx context.Context, op string) error {
 		return w.addNamespace(ctx)
 	case "namespace-drain":
 		return w.drainNamespace(ctx)
+	case "share":
+		return w.share(ctx)
+	case "diverge":
+		return w.diverge(ctx)
 	}
 	return fmt.Errorf("unknown op %q", op)
 }
@@ -203,7 +259,7 @@ func (w *writer) setSelected(ctx context.Context, op string) error {
 	}
 	value := w.run
 	if !want {
-		value = "out-" + w.run
+		value = outOf(w.run)
 	}
 	w.logf("%s %s/%s", op, p.ns, p.name)
 	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, runLabel, value)
@@ -345,25 +401,79 @@ func (w *writer) patchBurst(ctx context.Context, n int) error {
 }
 
 // newPod returns the next Pod to create, and whether it has the finalizer.
+// Its labels, container, environment and resources take a few values each,
+// so that Pods often have equal parts (which WithSharing stores once) and
+// parts that differ in one value only.
 func (w *writer) newPod(ns string) (*corev1.Pod, bool) {
 	w.seq++
 	name := fmt.Sprintf("p-%04d", w.seq)
 	held := w.rnd.IntN(5) == 0
+	tier := tiers[w.rnd.IntN(len(tiers))]
+	mode := []string{"prod", "canary"}[w.rnd.IntN(2)]
+	cpu := []string{"100m", "250m"}[w.rnd.IntN(2)]
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: ns,
-			Labels:      map[string]string{runLabel: w.run, "app": fmt.Sprintf("app-%d", w.seq%3), "gen": "0"},
+			Labels:      map[string]string{runLabel: w.run, "app": fmt.Sprintf("app-%d", w.seq%3), "tier": tier, "gen": "0"},
 			Annotations: map[string]string{"kubectl.kubernetes.io/last-applied-configuration": `{"kind":"Pod","metadata":{"name":"` + name + `"}}`},
 		},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{
 			Name: "app", Image: "registry.example.com/shop/app:1",
-			Env: []corev1.EnvVar{{Name: "MODE", Value: "prod"}, {Name: "SLOT", Value: strconv.Itoa(w.seq % 4)}},
+			Env: []corev1.EnvVar{{Name: "MODE", Value: mode}, {Name: "SLOT", Value: strconv.Itoa(w.seq % 4)}},
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("64Mi"),
+			}},
 		}}},
 	}
 	if held {
 		pod.Finalizers = []string{finalizer}
 	}
 	return pod, held
+}
+
+var tiers = []string{"web", "api", "db"}
+
+// share makes a Pod's labels (but its run label) and container image equal
+// to another's: with WithSharing on, the two then hold one copy of each.
+func (w *writer) share(ctx context.Context) error {
+	to := w.pick(func(p *podModel) bool { return !p.terminating })
+	from := w.pick(func(p *podModel) bool { return !p.terminating && p != to })
+	if to == nil || from == nil {
+		return nil
+	}
+	w.logf("share %s/%s with %s/%s", to.ns, to.name, from.ns, from.name)
+	src, err := w.cs.CoreV1().Pods(from.ns).Get(ctx, from.name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("get pod %s/%s: %w", from.ns, from.name, err)
+	}
+	patch := fmt.Sprintf(`{"metadata":{"labels":{"app":%q,"tier":%q,"gen":%q}},"spec":{"containers":[{"name":"app","image":%q}]}}`,
+		src.Labels["app"], src.Labels["tier"], src.Labels["gen"], src.Spec.Containers[0].Image)
+	if _, err := w.CoreV1Pods()(to.ns).Patch(ctx, to.name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("patch pod %s/%s: %w", to.ns, to.name, err)
+	}
+	return nil
+}
+
+// diverge changes one part of a Pod that other Pods may share: its image or
+// one label. A cache that shares parts must give only that Pod the change.
+func (w *writer) diverge(ctx context.Context) error {
+	p := w.pick(func(p *podModel) bool { return !p.terminating })
+	if p == nil {
+		return nil
+	}
+	n := w.rnd.IntN(1000)
+	var patch string
+	if w.rnd.IntN(2) == 0 {
+		w.logf("diverge %s/%s image", p.ns, p.name)
+		patch = fmt.Sprintf(`{"spec":{"containers":[{"name":"app","image":"registry.example.com/shop/app:%d"}]}}`, n)
+	} else {
+		w.logf("diverge %s/%s tier", p.ns, p.name)
+		patch = fmt.Sprintf(`{"metadata":{"labels":{"tier":"%s-%d"}}}`, tiers[n%len(tiers)], n)
+	}
+	if _, err := w.CoreV1Pods()(p.ns).Patch(ctx, p.name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("patch pod %s/%s: %w", p.ns, p.name, err)
+	}
+	return nil
 }
 
 // created records a Pod the server created.

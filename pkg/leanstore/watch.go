@@ -24,6 +24,10 @@ const maxStalls = 2
 // errStalled is the error of a watch silent for longer than the idle timeout.
 var errStalled = errors.New("watch stalled")
 
+// errShortWatch is the error of a watch stream that ended within a second of
+// its start, before any event, without a break being seen (see handle).
+var errShortWatch = errors.New("the watch stream ended within a second of its start, before any event")
+
 func stalled(idle time.Duration) error {
 	return fmt.Errorf("%w: no event or bookmark for %s", errStalled, idle)
 }
@@ -221,7 +225,17 @@ func (w *leanWatch) handle(ctx context.Context, ev watch.Event, ok bool) bool {
 		// A stream that broke (cut, undecodable) is resumed inside this
 		// watch; one that ended cleanly (the server's time-out) ends it,
 		// and the reflector watches again from its last resourceVersion.
-		if !h.watchBroken.Swap(false) || ctx.Err() != nil || !w.resume(ctx) {
+		// client-go's JSON stream watcher closes a cut stream as if it
+		// ended cleanly: one that ends within a second of its start with
+		// no event is no server time-out (those last minutes), and ended
+		// it would make the reflector list everything again (a "very
+		// short watch"), so it is a break too.
+		broken := h.watchBroken.Swap(false)
+		if !broken && ctx.Err() == nil && w.events == 0 && time.Since(w.started) < time.Second {
+			broken = true
+			h.report(ctx, failedAttempt{Reason: failure.WatchFailed}, errShortWatch, 0)
+		}
+		if !broken || ctx.Err() != nil || !w.resume(ctx) {
 			return false
 		}
 		w.restarted()

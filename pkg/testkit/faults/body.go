@@ -31,11 +31,14 @@ type streamBody struct {
 	enc     encoding
 	req     request
 	fault   Fault              // from the rule that picked this request
+	acted   func()             // counts fault as having acted (see Counter)
 	client  context.Context    // ends when the client goes or the proxy closes
 	abortUp context.CancelFunc // cancels the upstream request
 
 	mu       sync.Mutex
 	injected Fault
+	// injectedActed counts injected as having acted (see EndWatchesCounted).
+	injectedActed func()
 
 	started bool
 	frames  int
@@ -44,28 +47,32 @@ type streamBody struct {
 	frame   []byte // reused frame buffer
 }
 
-func newStreamBody(up io.ReadCloser, enc encoding, req request, f Fault, client context.Context, abortUp context.CancelFunc) *streamBody {
+func newStreamBody(up io.ReadCloser, enc encoding, req request, f Fault, client context.Context, abortUp context.CancelFunc, acted func()) *streamBody {
+	if acted == nil {
+		acted = func() {}
+	}
 	return &streamBody{
-		up: up, br: bufio.NewReaderSize(up, 64<<10), enc: enc, req: req, fault: f,
+		up: up, br: bufio.NewReaderSize(up, 64<<10), enc: enc, req: req, fault: f, acted: acted,
 		client: client, abortUp: abortUp,
 	}
 }
 
-// inject makes the stream act on f at its next frame boundary. The upstream
-// request is cancelled so that a read waiting for the next event returns now.
-func (s *streamBody) inject(f Fault) {
+// inject makes the stream act on f at its next frame boundary, and call acted
+// when it does. The upstream request is cancelled so that a read waiting for
+// the next event returns now.
+func (s *streamBody) inject(f Fault, acted func()) {
 	s.mu.Lock()
-	s.injected = f
+	s.injected, s.injectedActed = f, acted
 	s.mu.Unlock()
 	s.abortUp()
 }
 
-func (s *streamBody) takeInjected() Fault {
+func (s *streamBody) takeInjected() (Fault, func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	f := s.injected
-	s.injected = Fault{}
-	return f
+	f, acted := s.injected, s.injectedActed
+	s.injected, s.injectedActed = Fault{}, nil
+	return f, acted
 }
 
 func (s *streamBody) Read(p []byte) (int, error) {
@@ -73,31 +80,32 @@ func (s *streamBody) Read(p []byte) (int, error) {
 		if s.err != nil {
 			return 0, s.err
 		}
-		if f := s.takeInjected(); !f.IsZero() {
-			s.act(f)
+		if f, acted := s.takeInjected(); !f.IsZero() {
+			s.act(f, acted)
 			continue
 		}
 		if !s.started {
 			s.started = true
 			switch s.fault.kind {
 			case gone:
-				s.act(s.fault)
+				s.act(s.fault, s.acted)
 				continue
 			case malformed:
+				s.acted()
 				s.out = garbageFrame(s.enc)
 				continue
 			}
 		}
 		if s.fault.kind == goneAfterEvents && s.frames >= s.fault.n {
-			s.act(s.fault)
+			s.act(s.fault, s.acted)
 			continue
 		}
 		frame, err := s.next()
-		if f := s.takeInjected(); !f.IsZero() {
+		if f, acted := s.takeInjected(); !f.IsZero() {
 			// inject cancelled the read, or a frame came in before the
 			// cancellation reached it: either way the fault comes first, and
 			// nothing written after EndWatches reaches the client.
-			s.act(f)
+			s.act(f, acted)
 			continue
 		}
 		if err != nil {
@@ -105,6 +113,7 @@ func (s *streamBody) Read(p []byte) (int, error) {
 			continue
 		}
 		if s.fault.kind == dropInitialEventsEnd && isBookmark(frame) {
+			s.acted()
 			continue
 		}
 		s.frames++
@@ -123,8 +132,14 @@ func isBookmark(frame []byte) bool {
 	return bytes.Contains(head, []byte("BOOKMARK"))
 }
 
-// act applies a fault at a frame boundary.
-func (s *streamBody) act(f Fault) {
+// act applies a fault at a frame boundary, and counts it with acted.
+func (s *streamBody) act(f Fault, acted func()) {
+	switch f.kind {
+	case gone, goneAfterEvents, status, cut, truncate, malformed, stall, slow:
+		if acted != nil {
+			acted()
+		}
+	}
 	switch f.kind {
 	case gone, goneAfterEvents, status:
 		ev, err := errorEvent(s.enc, statusFor(f, s.req))
@@ -255,16 +270,20 @@ type shapedBody struct {
 	// missed is called once when a Cut or Truncate never acted: the whole
 	// body was shorter than where it cuts.
 	missed func()
+	// acted is called when the fault takes effect (see Counter).
+	acted func()
 }
 
 func (b *shapedBody) Read(p []byte) (int, error) {
 	switch b.fault.kind {
 	case stall:
+		b.acted()
 		<-b.client.Done()
 		return 0, b.client.Err()
 	case cut, truncate:
 		left := b.fault.n - b.sent
 		if left <= 0 {
+			b.acted()
 			if b.fault.kind == cut {
 				return 0, errCut
 			}
@@ -276,6 +295,7 @@ func (b *shapedBody) Read(p []byte) (int, error) {
 	case slow:
 		if b.start.IsZero() {
 			b.start = time.Now()
+			b.acted()
 		}
 		// Deliver at most a tenth of a second's worth at a time, and wait
 		// until the bytes already sent are due.

@@ -17,6 +17,10 @@ type Counts struct {
 	// ByResourceVerb counts requests by resource, then verb; requests that are
 	// not for a resource are under "".
 	ByResourceVerb map[string]map[Verb]int
+	// ByUserAgent counts requests by User-Agent header, then verb: give each
+	// client of a test its own rest.Config.UserAgent and this tells which of
+	// them listed, and how often.
+	ByUserAgent map[string]map[Verb]int
 	// Faulted counts the requests a rule acted on, plus the streams that
 	// EndWatches acted on. A Cut or Truncate of a body shorter than where it
 	// cuts did not act: the client got the whole body, so it is not counted.
@@ -48,12 +52,16 @@ func (c Counts) clone() Counts {
 	for r, m := range c.ByResourceVerb {
 		out.ByResourceVerb[r] = maps.Clone(m)
 	}
+	out.ByUserAgent = make(map[string]map[Verb]int, len(c.ByUserAgent))
+	for a, m := range c.ByUserAgent {
+		out.ByUserAgent[a] = maps.Clone(m)
+	}
 	out.PerSecond = append([]int(nil), c.PerSecond...)
 	return out
 }
 
 func newCounts(now time.Time) Counts {
-	return Counts{Since: now, ByVerb: map[Verb]int{}, ByResourceVerb: map[string]map[Verb]int{}}
+	return Counts{Since: now, ByVerb: map[Verb]int{}, ByResourceVerb: map[string]map[Verb]int{}, ByUserAgent: map[string]map[Verb]int{}}
 }
 
 // add counts one request arriving at now.
@@ -66,6 +74,12 @@ func (c *Counts) add(r request, now time.Time) {
 		c.ByResourceVerb[r.Resource] = m
 	}
 	m[r.Verb]++
+	a := c.ByUserAgent[r.UserAgent]
+	if a == nil {
+		a = map[Verb]int{}
+		c.ByUserAgent[r.UserAgent] = a
+	}
+	a[r.Verb]++
 	sec := max(int(now.Sub(c.Since)/time.Second), 0)
 	for len(c.PerSecond) <= sec {
 		c.PerSecond = append(c.PerSecond, 0)

@@ -43,7 +43,20 @@
 //
 // # Counting
 //
-// Counts reports requests by verb and resource, per wall-clock second, the
-// number of faulted requests and the body bytes sent to clients: the figures
-// that show whether a client backs off under a fault or spins.
+// Counts reports requests by verb and resource, by User-Agent, per
+// wall-clock second, the number of faulted requests and the body bytes sent
+// to clients: the figures that show whether a client backs off under a fault
+// or spins, and which client listed.
+//
+// A Counter tells whether a fault really happened: give one to a Rule (its
+// Counter field), or call EndWatchesCounted instead of EndWatches, and its
+// Acted method counts the requests and streams on which the fault took
+// effect, which Fired (picked by the rule) does not tell apart from those
+// that escaped it (a cut past the end of a body, a stream that closed first):
+//
+//	c := &faults.Counter{}
+//	p.AddRule(faults.Rule{Match: faults.Match{Resource: "pods", Verb: faults.List},
+//		Fault: faults.Truncate(500), Counter: c})
+//	... // the client lists
+//	if c.Acted() == 0 { ... } // every list was shorter than 500 bytes
 package faults

@@ -147,7 +147,9 @@ func Start(upstream *rest.Config, opts ...Option) (*Proxy, error) {
 				pr.Out.Header.Del("Authorization")
 			}
 			if c, ok := pr.In.Context().Value(callKey{}).(*call); ok && c.fault.kind == answerJSON {
-				pr.Out.Header.Set("Accept", jsonOnly(pr.Out.Header.Get("Accept")))
+				accept := pr.Out.Header.Get("Accept")
+				c.askedProtobuf = accept == "" || strings.Contains(accept, "protobuf")
+				pr.Out.Header.Set("Accept", jsonOnly(accept))
 			}
 		},
 		Transport:      upstreamRT,
@@ -246,6 +248,20 @@ func (p *Proxy) AddRule(r Rule) (remove func()) {
 // Streams whose encoding has no known framing (neither JSON nor protobuf)
 // are not counted.
 func (p *Proxy) EndWatches(m Match, f Fault) int {
+	return p.endWatches(m, f, nil)
+}
+
+// EndWatchesCounted is EndWatches with a Counter of its own: Fired is the
+// number of streams it acted on, as EndWatches returns, and Acted grows as
+// each of them reaches the frame boundary where the fault takes effect (a
+// stream that closes first never does).
+func (p *Proxy) EndWatchesCounted(m Match, f Fault) *Counter {
+	c := &Counter{}
+	p.endWatches(m, f, c)
+	return c
+}
+
+func (p *Proxy) endWatches(m Match, f Fault, c *Counter) int {
 	p.mu.Lock()
 	var hit []*streamBody
 	for s, r := range p.streams {
@@ -256,7 +272,8 @@ func (p *Proxy) EndWatches(m Match, f Fault) int {
 	p.counts.Faulted += len(hit)
 	p.mu.Unlock()
 	for _, s := range hit {
-		s.inject(f)
+		c.fire()
+		s.inject(f, c.actOnce())
 	}
 	return len(hit)
 }
@@ -281,6 +298,12 @@ type call struct {
 	fault   Fault
 	client  context.Context
 	abortUp context.CancelFunc
+	// acted counts the fault as having taken effect on this request (see
+	// Counter.Acted); it does nothing without a Counter.
+	acted func()
+	// askedProtobuf is set when AnswerJSON rewrote an Accept header that
+	// asked for protobuf.
+	askedProtobuf bool
 }
 
 type callKey struct{}
@@ -300,10 +323,13 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer p.handlers.Done()
 	p.counts.add(req, time.Now())
 	var f Fault
+	acted := func() {}
 	for _, rs := range p.rules {
 		if rs.matches(req) && rs.fire() {
 			f = rs.Fault
 			p.counts.Faulted++
+			rs.Counter.fire()
+			acted = rs.Counter.actOnce()
 			break
 		}
 	}
@@ -312,6 +338,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case f.kind == status,
 		(f.kind == gone || f.kind == goneAfterEvents) && !req.Verb.streaming():
+		acted()
 		n := writeStatus(w, statusFor(f, req))
 		p.addBytes(n)
 		return
@@ -319,7 +346,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	upCtx, abortUp := context.WithCancel(r.Context())
 	defer abortUp()
-	c := &call{req: req, fault: f, client: r.Context(), abortUp: abortUp}
+	c := &call{req: req, fault: f, client: r.Context(), abortUp: abortUp, acted: acted}
 	p.rp.ServeHTTP(w, r.WithContext(context.WithValue(upCtx, callKey{}, c)))
 }
 
@@ -345,8 +372,11 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	body := resp.Body
 	lengthChanges := false
 
+	if c.fault.kind == answerJSON && c.askedProtobuf && enc == encJSON {
+		c.acted()
+	}
 	if c.req.Verb.streaming() && resp.StatusCode == http.StatusOK && enc != encOther {
-		sb := newStreamBody(body, enc, c.req, c.fault, c.client, c.abortUp)
+		sb := newStreamBody(body, enc, c.req, c.fault, c.client, c.abortUp, c.acted)
 		p.mu.Lock()
 		p.streams[sb] = c.req
 		p.mu.Unlock()
@@ -359,18 +389,23 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		_ = body.Close()
 		body = io.NopCloser(bytes.NewReader(garbageBody(enc)))
 		lengthChanges = true
+		c.acted()
 	} else if c.fault.kind == truncateAfterItems {
 		full, err := io.ReadAll(body)
 		_ = body.Close()
 		if err != nil {
 			return err
 		}
-		body = io.NopCloser(bytes.NewReader(full[:cutAfterItems(full, enc, c.fault.n)]))
+		cut := cutAfterItems(full, enc, c.fault.n)
+		if cut < len(full) {
+			c.acted()
+		}
+		body = io.NopCloser(bytes.NewReader(full[:cut]))
 		lengthChanges = true
 	}
 	switch c.fault.kind {
 	case stall, cut, truncate, slow:
-		body = &shapedBody{ReadCloser: body, fault: c.fault, client: c.client, missed: p.unfault}
+		body = &shapedBody{ReadCloser: body, fault: c.fault, client: c.client, missed: p.unfault, acted: c.acted}
 		lengthChanges = lengthChanges || c.fault.kind == truncate
 	}
 	if lengthChanges {

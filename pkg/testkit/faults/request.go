@@ -36,6 +36,8 @@ type request struct {
 	Verb      Verb
 	// ResourceVersion is the resourceVersion query parameter, "" when absent.
 	ResourceVersion string
+	// UserAgent is the User-Agent header.
+	UserAgent string
 }
 
 // describe parses the path and query of a Kubernetes API request:
@@ -53,7 +55,7 @@ func describe(r *http.Request) request {
 	case len(parts) >= 4 && parts[0] == "apis":
 		parts = parts[3:]
 	default:
-		return request{Verb: Other}
+		return request{Verb: Other, UserAgent: r.UserAgent()}
 	}
 	legacyWatch := false
 	if parts[0] == "watch" {
@@ -68,7 +70,7 @@ func describe(r *http.Request) request {
 		parts = parts[2:]
 	}
 	if len(parts) == 0 || parts[0] == "" {
-		return request{Verb: Other}
+		return request{Verb: Other, UserAgent: r.UserAgent()}
 	}
 	req.Resource = parts[0]
 	if len(parts) >= 2 {
@@ -83,6 +85,7 @@ func describe(r *http.Request) request {
 
 	q := r.URL.Query()
 	req.ResourceVersion = q.Get("resourceVersion")
+	req.UserAgent = r.UserAgent()
 	isWatch := legacyWatch || q.Get("watch") == "true" || q.Get("watch") == "1"
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:

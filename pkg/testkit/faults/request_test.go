@@ -55,7 +55,7 @@ func TestJSONFrames(t *testing.T) {
 	for _, f := range frames {
 		in.WriteString(f)
 	}
-	s := newStreamBody(io.NopCloser(&in), encJSON, request{}, Fault{}, context.Background(), func() {})
+	s := newStreamBody(io.NopCloser(&in), encJSON, request{}, Fault{}, context.Background(), func() {}, nil)
 	var got []string
 	for {
 		f, err := s.next()
@@ -73,7 +73,7 @@ func TestJSONFrames(t *testing.T) {
 }
 
 func TestJSONFrameCutShort(t *testing.T) {
-	s := newStreamBody(io.NopCloser(bytes.NewBufferString(`{"type":"ADDED","obj`)), encJSON, request{}, Fault{}, context.Background(), func() {})
+	s := newStreamBody(io.NopCloser(bytes.NewBufferString(`{"type":"ADDED","obj`)), encJSON, request{}, Fault{}, context.Background(), func() {}, nil)
 	if _, err := s.next(); err != io.ErrUnexpectedEOF {
 		t.Errorf("half a frame: %v, want io.ErrUnexpectedEOF", err)
 	}

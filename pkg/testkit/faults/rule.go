@@ -52,6 +52,9 @@ type Rule struct {
 	// Probability makes the rule fire on that fraction of the matching
 	// requests, at random; zero means always.
 	Probability float64
+	// Counter, when not nil, counts the requests the rule fired on and those
+	// its fault acted on (see Counter).
+	Counter *Counter
 }
 
 // ruleState is a Rule with its counters, guarded by the Proxy's mutex.
