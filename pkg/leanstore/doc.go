@@ -61,15 +61,9 @@
 //
 // # Interning and sharing
 //
-// Measured with go test ./bench/ -run '^$' -bench BenchmarkSharing
-// (bench/results/go-bench.txt), 10,000 Pods of the standard dataset with
-// managedFields and last-applied stripped, bytes of heap per cached Pod:
-//
-//	                      typed    metadata-only
-//	stripped only         20.8 KB  2.32 KB
-//	+ interning           17.4 KB  1.68 KB   (the default)
-//	+ sharing             3.5 KB   0.58 KB   (WithSharing)
-//	+ mutation guard      3.5 KB   0.58 KB   (WithMutationGuard)
+// Interning makes a stripped typed Pod of the standard dataset about a sixth
+// smaller, sharing about four times smaller again; docs/memory.md gives the
+// figures per mode, each with the committed result file it comes from.
 //
 // Both are safe beside listers reading on other goroutines, and under client-go's
 // WatchList, which transforms each listed object twice: a value other objects
@@ -82,8 +76,11 @@
 // reports any shared value that changed in place, with the object and the field
 // path, from Informer.CheckMutations, a log line, Status.Mutations and a
 // counter, and never panics.
-//   - Streaming lists (WithStreamingLists): Auto uses them when the server serves
-//     them and remembers a refusal; On always tries; Off always pages.
+//
+// # Streaming lists
+//
+// WithStreamingLists: Auto uses them when the server serves them and
+// remembers a refusal; On always tries; Off always pages.
 //
 // # Failures are never silent
 //
