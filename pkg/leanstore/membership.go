@@ -189,11 +189,13 @@ func (m *Membership) ready(ctx context.Context) (*ringState, error) {
 	}
 }
 
-// publish makes members the ring, if they differ from the current ring's;
-// self says whether this replica is among them.
+// publish makes members the ring, if they differ from the current ring's.
+// A name may come more than once (two Leases naming one holder): it is one
+// member, and compared as one, or every rebuild would publish a new ring.
 func (m *Membership) publish(members []string) {
 	old := m.cur.Load()
 	slices.Sort(members)
+	members = slices.Compact(members)
 	if old.ring != nil && slices.Equal(old.ring.members, members) {
 		return
 	}
