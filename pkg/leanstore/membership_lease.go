@@ -109,10 +109,12 @@ func (c *LeaseConfig) leaseName() string { return c.Group + "-" + c.Identity }
 // client-go's leader election renews a leader's. A Lease is live while it has
 // been renewed within its duration, as this process observed it (the other
 // replica's clock is never trusted, as in leader election); the ring is
-// rebuilt when a Lease appears, is deleted, or expires. A replica that cannot
-// renew its own Lease for RenewDeadline leaves the ring itself and holds
-// nothing until it can again, before the others (who wait LeaseDuration)
-// take its objects. When the membership stops, it deletes its Lease, and the
+// rebuilt when a Lease appears, is deleted, or expires. Before it counts a
+// Lease expired, a replica lists the group's Leases to check that it was not
+// renewed meanwhile: a watch can tell of renewals late when the server or the
+// process is loaded. A replica that cannot renew its own Lease for
+// RenewDeadline leaves the ring itself and holds nothing until it can again,
+// before the others (who wait LeaseDuration) take its objects. When the membership stops, it deletes its Lease, and the
 // others take its objects at once.
 //
 // A replica deletes the Leases it has seen expire (unless they were renewed
@@ -130,7 +132,7 @@ func NewLeaseMembership(client kubernetes.Interface, cfg LeaseConfig) (*Membersh
 	}
 	m := &Membership{self: cfg.Identity, kind: "leases", logger: cfg.Logger.WithValues("shardGroup", cfg.Group), done: make(chan struct{})}
 	m.cur.Store(&ringState{self: -1, changed: make(chan struct{})})
-	m.leases = &leaseMembership{m: m, client: client, cfg: cfg, seen: map[string]observedLease{}, collected: map[string]string{}, wake: make(chan struct{}, 1)}
+	m.leases = &leaseMembership{m: m, client: client, cfg: cfg, seen: map[string]observedLease{}, confirmed: map[string]string{}, collected: map[string]string{}, wake: make(chan struct{}, 1)}
 	return m, nil
 }
 
@@ -145,6 +147,10 @@ type leaseMembership struct {
 	// seen is every Lease of the group by name, with when this process saw
 	// it change.
 	seen map[string]observedLease
+	// confirmed is the resourceVersion at which each Lease that looked
+	// expired was found unchanged on the server (see confirm): only then is
+	// it expired.
+	confirmed map[string]string
 	// collected is the resourceVersion at which each expired Lease was last
 	// handed to collect, so that it is deleted once.
 	collected map[string]string
@@ -199,7 +205,11 @@ func (l *leaseMembership) run(ctx context.Context) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		next, expired := l.rebuild(time.Now())
+		next, expired, suspects := l.rebuild(time.Now())
+		if len(suspects) > 0 {
+			l.confirm(ctx, suspects)
+			continue // rebuild with what the server said
+		}
 		l.collect(ctx, expired)
 		timer.Reset(time.Until(next))
 		select {
@@ -238,6 +248,7 @@ func (l *leaseMembership) informer() cache.SharedIndexInformer {
 			if ls, ok := obj.(*coordinationv1.Lease); ok {
 				l.mu.Lock()
 				delete(l.seen, ls.Name)
+				delete(l.confirmed, ls.Name)
 				delete(l.collected, ls.Name)
 				l.mu.Unlock()
 				l.poke()
@@ -255,13 +266,7 @@ func (l *leaseMembership) observe(obj any) {
 	if !ok {
 		return
 	}
-	o := observedLease{rv: ls.ResourceVersion, duration: l.cfg.LeaseDuration}
-	if ls.Spec.HolderIdentity != nil {
-		o.holder = *ls.Spec.HolderIdentity
-	}
-	if ls.Spec.LeaseDurationSeconds != nil && *ls.Spec.LeaseDurationSeconds > 0 {
-		o.duration = time.Duration(*ls.Spec.LeaseDurationSeconds) * time.Second
-	}
+	o := l.observed(ls)
 	l.mu.Lock()
 	if prev, ok := l.seen[ls.Name]; ok && prev.rv == o.rv {
 		l.mu.Unlock()
@@ -273,6 +278,19 @@ func (l *leaseMembership) observe(obj any) {
 	l.poke()
 }
 
+// observed is what the membership keeps of a Lease; its observed time is
+// the caller's to set.
+func (l *leaseMembership) observed(ls *coordinationv1.Lease) observedLease {
+	o := observedLease{rv: ls.ResourceVersion, duration: l.cfg.LeaseDuration}
+	if ls.Spec.HolderIdentity != nil {
+		o.holder = *ls.Spec.HolderIdentity
+	}
+	if ls.Spec.LeaseDurationSeconds != nil && *ls.Spec.LeaseDurationSeconds > 0 {
+		o.duration = time.Duration(*ls.Spec.LeaseDurationSeconds) * time.Second
+	}
+	return o
+}
+
 func (l *leaseMembership) failed(err error) {
 	l.mu.Lock()
 	l.lastErr = err.Error()
@@ -282,18 +300,20 @@ func (l *leaseMembership) failed(err error) {
 
 // rebuild publishes the ring of the live Leases at now, and returns when the
 // next one expires and the Leases this replica has seen expire since the last
-// rebuild, for collect.
-func (l *leaseMembership) rebuild(now time.Time) (time.Time, []expiredLease) {
+// rebuild, for collect. A Lease not seen renewed for its duration is only a
+// suspect until confirm has asked the server: rebuild then returns the
+// suspects, keeps them in the ring and publishes nothing new for them.
+func (l *leaseMembership) rebuild(now time.Time) (time.Time, []expiredLease, []expiredLease) {
 	l.mu.Lock()
 	next := now.Add(time.Hour)
 	if !l.synced || l.lastRenew.IsZero() {
 		l.mu.Unlock()
-		return next, nil // not ready: our Lease or the others' are not known yet
+		return next, nil, nil // not ready: our Lease or the others' are not known yet
 	}
 	mine := l.cfg.leaseName()
 	self := now.Before(l.lastRenew.Add(l.cfg.RenewDeadline))
 	var members []string
-	var expired []expiredLease
+	var expired, suspects []expiredLease
 	for name, o := range l.seen {
 		if name == mine || o.holder == l.cfg.Identity {
 			continue
@@ -303,6 +323,8 @@ func (l *leaseMembership) rebuild(now time.Time) (time.Time, []expiredLease) {
 				members = append(members, o.holder)
 			}
 			next = earliest(next, until)
+		} else if l.confirmed[name] != o.rv {
+			suspects = append(suspects, expiredLease{name: name, rv: o.rv})
 		} else if self && l.collected[name] != o.rv {
 			// Only a replica that renews its own Lease judges the others': one
 			// cut off from the server sees every Lease expire.
@@ -315,8 +337,52 @@ func (l *leaseMembership) rebuild(now time.Time) (time.Time, []expiredLease) {
 		next = earliest(next, l.lastRenew.Add(l.cfg.RenewDeadline))
 	}
 	l.mu.Unlock()
+	if len(suspects) > 0 {
+		return next, nil, suspects
+	}
 	l.m.publish(members)
-	return next, expired
+	return next, expired, nil
+}
+
+// confirm asks the server whether the suspects, Leases that this replica has
+// not seen renewed for their duration, were renewed all the same. The watch
+// that tells of renewals can run late, or miss them until it lists again,
+// when the server or this process is loaded: the holder then renews in time
+// and counts itself a member while this replica would drop it and take its
+// objects, and the ring would change back and forth with every late
+// renewal. A Lease whose resourceVersion on the server differs from the one
+// seen was renewed since, and counts as observed now; one that has not
+// changed, or is gone, is expired at its resourceVersion. When the server
+// cannot be asked, the suspects are expired as before: a replica cut off
+// from the server cannot tell, and leaves the ring itself too.
+func (l *leaseMembership) confirm(ctx context.Context, suspects []expiredLease) {
+	lctx, cancel := context.WithTimeout(ctx, l.cfg.RetryPeriod)
+	list, err := l.client.CoordinationV1().Leases(l.cfg.Namespace).List(lctx, metav1.ListOptions{LabelSelector: ShardGroupLabel + "=" + l.cfg.Group})
+	cancel()
+	current := map[string]*coordinationv1.Lease{}
+	if err == nil {
+		for i := range list.Items {
+			current[list.Items[i].Name] = &list.Items[i]
+		}
+	} else if ctx.Err() == nil {
+		l.m.logger.V(2).Info("could not confirm that shard Leases expired", "leases", len(suspects), "err", err)
+	}
+	now := time.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range suspects {
+		seen, ok := l.seen[s.name]
+		if !ok || seen.rv != s.rv {
+			continue // deleted or renewed since, as the watch told
+		}
+		if ls, ok := current[s.name]; ok && ls.ResourceVersion != s.rv {
+			o := l.observed(ls)
+			o.observed = now
+			l.seen[s.name] = o
+			continue
+		}
+		l.confirmed[s.name] = s.rv
+	}
 }
 
 // expiredLease is a Lease of the group that expired at resourceVersion rv.
