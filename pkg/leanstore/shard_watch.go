@@ -134,8 +134,8 @@ func (w *leanWatch) rebalance(ctx context.Context) bool {
 		f.advance()
 		return true
 	}
-	st := f.m.cur.Load()
+	st := f.m.Current()
 	w.lw.health.tracker.logger.Info("shard ring changed: listing again inside the watch", "self", f.m.Self(),
-		"members", st.members(), "generation", st.gen)
+		"members", st.Members(), "generation", st.Generation())
 	return w.relist(ctx)
 }

@@ -1,4 +1,4 @@
-package leanstore_test
+package shard_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/cachetune/cachetune/internal/leakcheck"
-	"github.com/cachetune/cachetune/pkg/leanstore"
+	"github.com/cachetune/cachetune/pkg/shard"
 )
 
 // withoutLeaseWatches returns a copy of cfg whose client cannot watch Leases:
@@ -19,16 +19,12 @@ import (
 // again, after its reflector's growing backoff, as a watch that runs late on
 // a loaded server or process tells of them late.
 func withoutLeaseWatches(cfg *rest.Config) *rest.Config {
-	c := rest.CopyConfig(cfg)
-	c.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
-			if r.Method == http.MethodGet && lastSegment(r.URL.Path) == "leases" && r.URL.Query().Get("watch") == "true" {
-				return nil, errors.New("this client watches no Lease")
-			}
-			return rt.RoundTrip(r)
-		})
+	return refusing(cfg, func(r *http.Request) error {
+		if isLeaseWatch(r) {
+			return errors.New("this client watches no Lease")
+		}
+		return nil
 	})
-	return c
 }
 
 // A replica that learns of the others' renewals late does not drop them from
@@ -37,24 +33,24 @@ func withoutLeaseWatches(cfg *rest.Config) *rest.Config {
 // a replica whose Lease watch lags keeps a ring without a live member (which
 // counts itself in) and the ring changes back and forth with every late
 // renewal.
-func TestShardLeaseLateWatchKeepsLiveMembers(t *testing.T) {
+func TestLeaseLateWatchKeepsLiveMembers(t *testing.T) {
 	leakcheck.Check(t)
 	ctx := testContext(t, 5*time.Minute)
 	ns := srv.NewNamespace(t)
-	lc := func(identity string) leanstore.LeaseConfig {
-		return leanstore.LeaseConfig{Namespace: ns, Group: "ctl", Identity: identity,
+	lc := func(identity string) shard.LeaseConfig {
+		return shard.LeaseConfig{Namespace: ns, Group: "ctl", Identity: identity,
 			LeaseDuration: 5 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: time.Second}
 	}
 	runCtx, stop := context.WithCancel(ctx)
-	var ms []*leanstore.Membership
+	var ms []*shard.Membership
 	for _, id := range []string{"b", "c"} {
-		m, err := leanstore.NewLeaseMembership(srv.Clientset(), lc(id))
+		m, err := shard.NewLeaseMembership(srv.Clientset(), lc(id))
 		if err != nil {
 			t.Fatal(err)
 		}
 		ms = append(ms, m)
 	}
-	late, err := leanstore.NewLeaseMembership(kubernetes.NewForConfigOrDie(withoutLeaseWatches(srv.Config)), lc("a"))
+	late, err := shard.NewLeaseMembership(kubernetes.NewForConfigOrDie(withoutLeaseWatches(srv.Config)), lc("a"))
 	if err != nil {
 		t.Fatal(err)
 	}
