@@ -178,19 +178,21 @@ func (f *shardFilter) changed() <-chan struct{} {
 	return nil
 }
 
-// moved reports whether the latest ring gives this replica other slots than
-// the applied one: a ring change that moves nothing to or from this replica
+// moved reports whether ring latest gives this replica other slots than the
+// applied one: a ring change that moves nothing to or from this replica
 // (another replica's Lease renewed under a new name, say) needs no re-list.
-func (f *shardFilter) moved() bool {
-	return !f.applied.Load().SameShare(f.m.Current())
+func (f *shardFilter) moved(latest *shard.Version) bool {
+	return !f.applied.Load().SameShare(latest)
 }
 
-// advance makes the latest ring the applied and taken one without a list, when
-// it moves nothing (see moved).
-func (f *shardFilter) advance() {
-	s := f.m.Current()
-	f.applied.Store(s)
-	f.taken.Store(s)
+// advance makes latest, a ring that moved nothing (see moved), the applied
+// and taken one without a list. It must be the ring moved compared: a newer
+// one, published in between, may move slots, and taking it without a list
+// would claim objects the informer does not hold; left for later, it closes
+// the changed channel of latest and the watch rebalances again.
+func (f *shardFilter) advance(latest *shard.Version) {
+	f.applied.Store(latest)
+	f.taken.Store(latest)
 }
 
 // rebalancing reports whether the membership has a ring whose objects the

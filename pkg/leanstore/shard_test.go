@@ -247,7 +247,7 @@ func TestShardRebalancingUntilTaken(t *testing.T) {
 	default:
 		t.Fatal("a new ring did not close the applied ring's changed channel")
 	}
-	if !f.moved() {
+	if !f.moved(m.Current()) {
 		t.Fatal("c joining moved nothing to or from a")
 	}
 	if st := f.status(); !st.Rebalancing || st.RebalancingSince.IsZero() {
@@ -261,8 +261,38 @@ func TestShardRebalancingUntilTaken(t *testing.T) {
 		t.Fatalf("after the re-list: %+v, want 1 rebalance and 3 members", st)
 	}
 	setMembers(t, m, "a", "b", "c") // the same members: no new ring
-	if f.moved() {
+	if f.moved(m.Current()) {
 		t.Error("a ring with the same members moved something")
+	}
+}
+
+// A ring that moves nothing is taken without a list, but only the ring that
+// was compared: one published in between, which moves slots, is left for the
+// watch's next rebalance, not taken with objects the informer does not hold.
+func TestShardAdvanceTakesOnlyTheComparedRing(t *testing.T) {
+	m := manualMembership(t, "z", "a", "b") // z outside the ring: owns nothing
+	f := newShardFilter(&shardConfig{m: m, by: shard.ByObject})
+	if err := f.apply(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	f.took()
+	setMembers(t, m, "a", "b", "c") // z still outside: nothing moves
+	compared := m.Current()
+	if f.moved(compared) {
+		t.Fatal("c joining moved something to z, which is outside the ring")
+	}
+	setMembers(t, m, "a", "b", "c", "z") // published before the advance: z takes slots
+	f.advance(compared)
+	if st := f.status(); !st.Rebalancing || len(st.Members) != 3 {
+		t.Fatalf("after advancing to [a b c] with [a b c z] published: %+v, want 3 members and rebalancing", st)
+	}
+	select {
+	case <-f.changed():
+	default:
+		t.Fatal("the advanced ring's changed channel is open: the watch would never take z's slots")
+	}
+	if !f.moved(m.Current()) {
+		t.Error("z joining moved nothing to z")
 	}
 }
 
