@@ -22,6 +22,7 @@ import (
 
 	"github.com/cachetune/cachetune/internal/bench"
 	"github.com/cachetune/cachetune/pkg/leanstore"
+	"github.com/cachetune/cachetune/pkg/shard"
 )
 
 // replicaState is what a shard replica reports to `cachebench shard` for
@@ -59,7 +60,7 @@ func runShardReplica(ctx context.Context, args []string, stdout, stderr io.Write
 	static := fs.String("static", "", "static shard i/n instead of Leases")
 	leaseNS := fs.String("lease-namespace", "", "namespace of the Leases")
 	group := fs.String("group", "cachebench", "shard group")
-	lease := leanstore.LeaseConfig{}
+	lease := shard.LeaseConfig{}
 	fs.DurationVar(&lease.LeaseDuration, "lease-duration", 0, "Lease duration")
 	fs.DurationVar(&lease.RenewDeadline, "renew-deadline", 0, "renew deadline")
 	fs.DurationVar(&lease.RetryPeriod, "retry-period", 0, "retry period")
@@ -98,7 +99,7 @@ func runShardReplica(ctx context.Context, args []string, stdout, stderr io.Write
 		return err
 	}
 	r.factory = leanstore.NewSharedInformerFactory(cs, 0, leanstore.WithNamespace(ns), leanstore.WithStripLastApplied(),
-		leanstore.WithShard(m, leanstore.ShardByObject), leanstore.WithName(*identity))
+		leanstore.WithShard(m, shard.ByObject), leanstore.WithName(*identity))
 	r.inf = r.factory.Core().V1().Pods().Informer()
 	runCtx, stop := context.WithCancel(ctx)
 	defer r.factory.Shutdown()
@@ -126,15 +127,15 @@ func runShardReplica(ctx context.Context, args []string, stdout, stderr io.Write
 
 // replicaMembership is a static shard ("i/n") or, when static is "", a
 // membership of Leases.
-func replicaMembership(cs kubernetes.Interface, static string, lease leanstore.LeaseConfig) (*leanstore.Membership, error) {
+func replicaMembership(cs kubernetes.Interface, static string, lease shard.LeaseConfig) (*shard.Membership, error) {
 	if static == "" {
-		return leanstore.NewLeaseMembership(cs, lease)
+		return shard.NewLeaseMembership(cs, lease)
 	}
 	var i, n int
 	if _, err := fmt.Sscanf(static, "%d/%d", &i, &n); err != nil {
 		return nil, usageError{fmt.Errorf("--static %q: want i/n", static)}
 	}
-	return leanstore.StaticShards(i, n)
+	return shard.Static(i, n)
 }
 
 // shardReplica is one replica process of 'cachebench shard'.

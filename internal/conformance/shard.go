@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/cachetune/cachetune/pkg/leanstore"
+	"github.com/cachetune/cachetune/pkg/shard"
 )
 
 // ShardConfig is what RunShards needs. Server and Kubeconfig are required;
@@ -34,8 +34,8 @@ type ShardConfig struct {
 	Kubeconfig string
 	// InitialPods is the number of Pods created before the replicas start (2000).
 	InitialPods int
-	// By is what decides an object's shard (ShardByObject).
-	By leanstore.ShardBy
+	// By is what decides an object's shard (shard.ByObject).
+	By shard.By
 	// Timeout bounds each wait: for the replicas to partition the Pods, to
 	// take a killed replica's Pods, to let a new one take its share (2 min).
 	Timeout time.Duration
@@ -48,7 +48,7 @@ func (c *ShardConfig) defaults() {
 		c.InitialPods = 2000
 	}
 	if c.By == "" {
-		c.By = leanstore.ShardByObject
+		c.By = shard.ByObject
 	}
 	if c.Timeout == 0 {
 		c.Timeout = 2 * time.Minute

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/cachetune/cachetune/pkg/leanstore"
+	"github.com/cachetune/cachetune/pkg/shard"
 )
 
 // ShardReplicaEnv names the environment variable through which RunShards
@@ -27,16 +28,16 @@ const ShardReplicaEnv = "CACHETUNE_CONFORMANCE_SHARD_REPLICA"
 // informer of Flavor, over the Pods that match Selector in every namespace,
 // with a Lease membership.
 type replicaSpec struct {
-	Kubeconfig     string            `json:"kubeconfig"`
-	Identity       string            `json:"identity"`
-	LeaseNamespace string            `json:"leaseNamespace"`
-	Group          string            `json:"group"`
-	Selector       string            `json:"selector"`
-	Flavor         Flavor            `json:"flavor"`
-	By             leanstore.ShardBy `json:"by"`
-	LeaseDuration  time.Duration     `json:"leaseDuration"`
-	RenewDeadline  time.Duration     `json:"renewDeadline"`
-	RetryPeriod    time.Duration     `json:"retryPeriod"`
+	Kubeconfig     string        `json:"kubeconfig"`
+	Identity       string        `json:"identity"`
+	LeaseNamespace string        `json:"leaseNamespace"`
+	Group          string        `json:"group"`
+	Selector       string        `json:"selector"`
+	Flavor         Flavor        `json:"flavor"`
+	By             shard.By      `json:"by"`
+	LeaseDuration  time.Duration `json:"leaseDuration"`
+	RenewDeadline  time.Duration `json:"renewDeadline"`
+	RetryPeriod    time.Duration `json:"retryPeriod"`
 }
 
 // replicaLine is one line a replica writes on stdout: an event its handlers
@@ -88,7 +89,7 @@ func ServeShardReplica(ctx context.Context, spec string, in io.Reader, out io.Wr
 	if err != nil {
 		return err
 	}
-	m, err := leanstore.NewLeaseMembership(cs, leanstore.LeaseConfig{Namespace: sp.LeaseNamespace, Group: sp.Group, Identity: sp.Identity,
+	m, err := shard.NewLeaseMembership(cs, shard.LeaseConfig{Namespace: sp.LeaseNamespace, Group: sp.Group, Identity: sp.Identity,
 		LeaseDuration: sp.LeaseDuration, RenewDeadline: sp.RenewDeadline, RetryPeriod: sp.RetryPeriod})
 	if err != nil {
 		return err

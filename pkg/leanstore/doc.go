@@ -98,8 +98,9 @@
 //
 // WithShard splits the objects of every informer of a factory between the
 // replicas of a controller, on a consistent-hash ring of the members of a
-// Membership: StaticShards(i, n), or NewLeaseMembership, whose ring is built
-// from the replicas' live Leases. Objects of other shards are dropped before
+// shard.Membership (package shard, usable without leanstore): shard.Static(i,
+// n), or shard.NewLeaseMembership, whose ring is built from the replicas' live
+// Leases. Objects of other shards are dropped before
 // they are decoded; when the ring changes, each informer lists again inside its
 // watch and hands client-go only ADDED for what came and DELETED for what went.
 // It divides memory, not traffic: every replica still receives every object.

@@ -87,9 +87,7 @@ func (c *core[K]) StartWithContext(ctx context.Context) {
 	// A shard membership (WithShard) runs from the first Start that uses it;
 	// Shutdown waits for it, and for the release of its Lease.
 	if sc := c.opts.shard; sc != nil && sc.m != nil {
-		if run := sc.m.starter(); run != nil {
-			c.wg.Go(func() { run(ctx) })
-		}
+		c.wg.Go(func() { sc.m.Run(ctx) })
 	}
 	for _, k := range c.order {
 		if c.started[k] {

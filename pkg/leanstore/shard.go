@@ -14,11 +14,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/cachetune/cachetune/pkg/shard"
 )
 
 // WithShard makes every informer of the factory keep only the objects that
 // the membership's ring assigns to this replica, keyed by namespace and name
-// or by namespace alone (by). Objects of other shards are dropped before they
+// or by namespace alone (by: shard.ByObject or shard.ByNamespace). Package
+// shard has the ring and the memberships: shard.NewLeaseMembership,
+// shard.Static. Objects of other shards are dropped before they
 // are decoded (protobuf) or right after (JSON), on lists and watches alike:
 // the cache, the handlers and the work queues only ever see this replica's
 // objects, and a replica holds about 1/n of them.
@@ -36,24 +40,24 @@ import (
 // receives every object of the resource from the API server. A label or field
 // selector (WithLabelSelector) is what narrows what the server sends.
 //
-// m must not be nil, and by must be ShardByObject or ShardByNamespace: the
+// m must not be nil, and by must be shard.ByObject or shard.ByNamespace: the
 // informers fail otherwise, with the error in Status and Check.
-func WithShard(m *Membership, by ShardBy) Option {
+func WithShard(m *shard.Membership, by shard.By) Option {
 	return func(o *options) { o.shard = &shardConfig{m: m, by: by} }
 }
 
 // shardConfig is WithShard's choice.
 type shardConfig struct {
-	m  *Membership
-	by ShardBy
+	m  *shard.Membership
+	by shard.By
 }
 
 func (c *shardConfig) err() error {
 	switch {
 	case c.m == nil:
-		return errors.New("leanstore: WithShard needs a Membership (StaticShards or NewLeaseMembership), got nil")
-	case !c.by.valid():
-		return fmt.Errorf("leanstore: WithShard: shard by %q: want %q or %q", c.by, ShardByObject, ShardByNamespace)
+		return errors.New("leanstore: WithShard needs a Membership (shard.Static or shard.NewLeaseMembership), got nil")
+	case !c.by.Valid():
+		return fmt.Errorf("leanstore: WithShard: shard by %q: want %q or %q", c.by, shard.ByObject, shard.ByNamespace)
 	}
 	return nil
 }
@@ -65,16 +69,16 @@ var errShardingClientGo = errors.New("WithShard needs leanstore's own list and w
 // shardFilter is one informer's side of sharding: the ring its view reflects
 // and what it skipped. A nil *shardFilter owns every object.
 type shardFilter struct {
-	m   *Membership
-	by  ShardBy
+	m   *shard.Membership
+	by  shard.By
 	bad error // an invalid WithShard
 
 	// applied is the ring the informer lists and watches with: the one its
 	// view (and so client-go's store) reflects, or is being brought to.
-	applied atomic.Pointer[ringState]
+	applied atomic.Pointer[shard.Version]
 	// taken is the ring whose objects the informer holds: applied once a
 	// list with it has been handed to the reflector whole.
-	taken atomic.Pointer[ringState]
+	taken atomic.Pointer[shard.Version]
 
 	skippedListed atomic.Int64
 	skippedEvents atomic.Int64
@@ -103,10 +107,7 @@ func (f *shardFilter) ownsBytes(ns, name []byte) bool {
 		return true
 	}
 	s := f.applied.Load()
-	if s == nil || s.self < 0 {
-		return false
-	}
-	return s.ring.ownerIndex(keyHashBytesShard(ns, name, f.by)) == s.self
+	return s != nil && s.OwnsHash(shard.KeyHashBytes(ns, name, f.by))
 }
 
 // owns is ownsBytes for a decoded object.
@@ -119,10 +120,7 @@ func (f *shardFilter) owns(obj kruntime.Object) bool {
 		return true // not an object with a key: let the caller's own checks say so
 	}
 	s := f.applied.Load()
-	if s == nil || s.self < 0 {
-		return false
-	}
-	return s.ring.ownerIndex(keyHashString(m.GetNamespace(), m.GetName(), f.by)) == s.self
+	return s != nil && s.Owns(m.GetNamespace(), m.GetName(), f.by)
 }
 
 // apply waits for the membership's ring and makes its latest version the one
@@ -134,14 +132,14 @@ func (f *shardFilter) apply(ctx context.Context) error {
 	if f.bad != nil {
 		return f.bad
 	}
-	s, err := f.m.ready(ctx)
+	s, err := f.m.Wait(ctx)
 	if err != nil {
 		return err
 	}
 	if prev := f.applied.Swap(s); prev != nil && prev != s {
 		f.mu.Lock()
 		if f.moving.IsZero() {
-			f.moving = s.at
+			f.moving = s.ChangedAt()
 		}
 		f.mu.Unlock()
 	}
@@ -175,39 +173,26 @@ func (f *shardFilter) changed() <-chan struct{} {
 		return nil
 	}
 	if s := f.applied.Load(); s != nil {
-		return s.changed
+		return s.Changed()
 	}
 	return nil
 }
 
-// moved reports whether the latest ring gives this replica other slots than
-// the applied one: a ring change that moves nothing to or from this replica
+// moved reports whether ring latest gives this replica other slots than the
+// applied one: a ring change that moves nothing to or from this replica
 // (another replica's Lease renewed under a new name, say) needs no re-list.
-func (f *shardFilter) moved() bool {
-	a, l := f.applied.Load(), f.m.cur.Load()
-	if a == l {
-		return false
-	}
-	if a == nil || l == nil || a.ring == nil || l.ring == nil || (a.self < 0) != (l.self < 0) {
-		return true
-	}
-	if a.self < 0 {
-		return false // owned nothing, owns nothing
-	}
-	for i := range a.ring.slots {
-		if (int(a.ring.slots[i]) == a.self) != (int(l.ring.slots[i]) == l.self) {
-			return true
-		}
-	}
-	return false
+func (f *shardFilter) moved(latest *shard.Version) bool {
+	return !f.applied.Load().SameShare(latest)
 }
 
-// advance makes the latest ring the applied and taken one without a list, when
-// it moves nothing (see moved).
-func (f *shardFilter) advance() {
-	s := f.m.cur.Load()
-	f.applied.Store(s)
-	f.taken.Store(s)
+// advance makes latest, a ring that moved nothing (see moved), the applied
+// and taken one without a list. It must be the ring moved compared: a newer
+// one, published in between, may move slots, and taking it without a list
+// would claim objects the informer does not hold; left for later, it closes
+// the changed channel of latest and the watch rebalances again.
+func (f *shardFilter) advance(latest *shard.Version) {
+	f.applied.Store(latest)
+	f.taken.Store(latest)
 }
 
 // rebalancing reports whether the membership has a ring whose objects the
@@ -216,17 +201,17 @@ func (f *shardFilter) rebalancing() (bool, time.Time) {
 	if f == nil || f.bad != nil {
 		return false, time.Time{}
 	}
-	t, l := f.taken.Load(), f.m.cur.Load()
+	t, l := f.taken.Load(), f.m.Current()
 	if t == nil || l == nil || t == l {
 		return false, time.Time{}
 	}
-	return true, l.at
+	return true, l.ChangedAt()
 }
 
 // ShardStatus is the shard side of an informer's Status.
 type ShardStatus struct {
 	// By is what decides an object's shard: "object" or "namespace".
-	By ShardBy `json:"by"`
+	By shard.By `json:"by"`
 	// Self is this replica's name in the ring, Members the ring's members.
 	Self    string   `json:"self"`
 	Members []string `json:"members"`
@@ -263,7 +248,7 @@ func (f *shardFilter) status() *ShardStatus {
 	}
 	st.Self = f.m.Self()
 	if t := f.taken.Load(); t != nil {
-		st.Members, st.Generation = t.members(), t.gen
+		st.Members, st.Generation = t.Members(), t.Generation()
 	}
 	st.Rebalancing, st.RebalancingSince = f.rebalancing()
 	f.mu.Lock()
@@ -281,7 +266,7 @@ func (f *shardFilter) census() *ShardCensus {
 	}
 	c := &ShardCensus{By: f.by, Self: f.m.Self()}
 	if t := f.taken.Load(); t != nil {
-		c.Members = t.members()
+		c.Members = t.Members()
 	}
 	return c
 }
@@ -289,7 +274,7 @@ func (f *shardFilter) census() *ShardCensus {
 // ShardCensus is the shard side of an informer's Census: the objects it counts
 // are this replica's share.
 type ShardCensus struct {
-	By      ShardBy  `json:"by"`
+	By      shard.By `json:"by"`
 	Self    string   `json:"self"`
 	Members []string `json:"members"`
 }
@@ -306,7 +291,7 @@ func waitingForMembership(c *shardConfig) bool {
 }
 
 // membershipWhy is the reason a membership is not ready yet, for Check.
-func membershipWhy(m *Membership) string {
+func membershipWhy(m *shard.Membership) string {
 	if e := m.Status().LastError; e != "" {
 		return " (" + e + ")"
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cachetune/cachetune/internal/leakcheck"
 	"github.com/cachetune/cachetune/pkg/leanstore"
+	"github.com/cachetune/cachetune/pkg/shard"
 	"github.com/cachetune/cachetune/pkg/testkit/dataset"
 )
 
@@ -58,11 +59,11 @@ func TestShardByNamespaceMovesWholeNamespaces(t *testing.T) {
 
 	leaseNS := nss[0]
 	start := func(id string) *replica {
-		m, err := leanstore.NewLeaseMembership(srv.Clientset(), leaseConfig(leaseNS, id))
+		m, err := shard.NewLeaseMembership(srv.Clientset(), leaseConfig(leaseNS, id))
 		if err != nil {
 			t.Fatal(err)
 		}
-		return startReplicaWith(t, ctx, id, m, id == "b", leanstore.WithLabelSelector(selector), leanstore.WithShard(m, leanstore.ShardByNamespace))
+		return startReplicaWith(t, ctx, id, m, id == "b", leanstore.WithLabelSelector(selector), leanstore.WithShard(m, shard.ByNamespace))
 	}
 	truth := func(ctx context.Context) (map[string]string, error) { return truthWith(ctx, "", selector) }
 	settle := func(reps []*replica) map[string]string {
@@ -181,7 +182,7 @@ func namespaceOwners(t *testing.T, truth map[string]string, reps []*replica) map
 		}
 		for r := range h {
 			owners[ns] = r
-			if want := ring.Owner(ns, "", leanstore.ShardByNamespace); r != want {
+			if want := ring.Owner(ns, "", shard.ByNamespace); r != want {
 				t.Errorf("namespace %s is held by %s, the ring's owner is %s", ns, r, want)
 			}
 		}

@@ -12,16 +12,37 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/cachetune/cachetune/pkg/shard"
 )
+
+// manualMembership is the membership of self whose members are set by hand,
+// ready with these.
+func manualMembership(t *testing.T, self string, members ...string) *shard.Membership {
+	t.Helper()
+	m, err := shard.NewMembership(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	setMembers(t, m, members...)
+	return m
+}
+
+func setMembers(t *testing.T, m *shard.Membership, members ...string) {
+	t.Helper()
+	if err := m.Set(members...); err != nil {
+		t.Fatal(err)
+	}
+}
 
 // staticFilter is shard index of total's filter, with its ring applied.
 func staticFilter(t *testing.T, index, total int) *shardFilter {
 	t.Helper()
-	m, err := StaticShards(index, total)
+	m, err := shard.Static(index, total)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := newShardFilter(&shardConfig{m: m, by: ShardByObject})
+	f := newShardFilter(&shardConfig{m: m, by: shard.ByObject})
 	if err := f.apply(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -180,26 +201,22 @@ func TestShardSkipsWatchEvents(t *testing.T) {
 
 // A replica outside the ring (its Lease not renewed in time) holds nothing.
 func TestShardOutsideTheRingOwnsNothing(t *testing.T) {
-	ring, err := NewRing("a", "b")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := &Membership{self: "c", kind: "leases"}
-	m.cur.Store(&ringState{ring: ring, gen: 1, self: ring.index("c"), changed: make(chan struct{})})
-	f := newShardFilter(&shardConfig{m: m, by: ShardByObject})
+	m := manualMembership(t, "c", "a", "b")
+	f := newShardFilter(&shardConfig{m: m, by: shard.ByObject})
 	if err := f.apply(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range ringKeys(1000) {
-		if f.ownsBytes([]byte(k[0]), []byte(k[1])) || f.owns(testPod(k[1], "1")) {
-			t.Fatalf("a replica outside the ring owns %v", k)
+	for i := range 1000 {
+		ns, name := fmt.Sprintf("team-%d", i%50), fmt.Sprintf("web-%d", i)
+		if f.ownsBytes([]byte(ns), []byte(name)) || f.owns(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}) {
+			t.Fatalf("a replica outside the ring owns %s/%s", ns, name)
 		}
 	}
 }
 
 func TestShardConfigErrors(t *testing.T) {
-	m, _ := StaticShards(0, 2)
-	for _, c := range []shardConfig{{m: nil, by: ShardByObject}, {m: m, by: "uid"}} {
+	m, _ := shard.Static(0, 2)
+	for _, c := range []shardConfig{{m: nil, by: shard.ByObject}, {m: m, by: "uid"}} {
 		f := newShardFilter(&c)
 		if err := f.apply(t.Context()); err == nil {
 			t.Errorf("WithShard(%v, %q) applied without an error", c.m, c.by)
@@ -214,10 +231,8 @@ func TestShardConfigErrors(t *testing.T) {
 // has been handed to the reflector; a change that moves nothing to or from
 // this replica needs no list.
 func TestShardRebalancingUntilTaken(t *testing.T) {
-	m := &Membership{self: "a", kind: "leases"}
-	m.cur.Store(&ringState{self: -1, changed: make(chan struct{})})
-	m.publish([]string{"a", "b"})
-	f := newShardFilter(&shardConfig{m: m, by: ShardByObject})
+	m := manualMembership(t, "a", "a", "b")
+	f := newShardFilter(&shardConfig{m: m, by: shard.ByObject})
 	if err := f.apply(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -226,13 +241,13 @@ func TestShardRebalancingUntilTaken(t *testing.T) {
 		t.Fatalf("after the first list: %+v", st)
 	}
 	changed := f.changed()
-	m.publish([]string{"a", "b", "c"})
+	setMembers(t, m, "a", "b", "c")
 	select {
 	case <-changed:
 	default:
 		t.Fatal("a new ring did not close the applied ring's changed channel")
 	}
-	if !f.moved() {
+	if !f.moved(m.Current()) {
 		t.Fatal("c joining moved nothing to or from a")
 	}
 	if st := f.status(); !st.Rebalancing || st.RebalancingSince.IsZero() {
@@ -245,9 +260,39 @@ func TestShardRebalancingUntilTaken(t *testing.T) {
 	if st := f.status(); st.Rebalancing || st.Rebalances != 1 || len(st.Members) != 3 {
 		t.Fatalf("after the re-list: %+v, want 1 rebalance and 3 members", st)
 	}
-	m.publish([]string{"a", "b", "c"}) // the same members: no new ring
-	if f.moved() {
+	setMembers(t, m, "a", "b", "c") // the same members: no new ring
+	if f.moved(m.Current()) {
 		t.Error("a ring with the same members moved something")
+	}
+}
+
+// A ring that moves nothing is taken without a list, but only the ring that
+// was compared: one published in between, which moves slots, is left for the
+// watch's next rebalance, not taken with objects the informer does not hold.
+func TestShardAdvanceTakesOnlyTheComparedRing(t *testing.T) {
+	m := manualMembership(t, "z", "a", "b") // z outside the ring: owns nothing
+	f := newShardFilter(&shardConfig{m: m, by: shard.ByObject})
+	if err := f.apply(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	f.took()
+	setMembers(t, m, "a", "b", "c") // z still outside: nothing moves
+	compared := m.Current()
+	if f.moved(compared) {
+		t.Fatal("c joining moved something to z, which is outside the ring")
+	}
+	setMembers(t, m, "a", "b", "c", "z") // published before the advance: z takes slots
+	f.advance(compared)
+	if st := f.status(); !st.Rebalancing || len(st.Members) != 3 {
+		t.Fatalf("after advancing to [a b c] with [a b c z] published: %+v, want 3 members and rebalancing", st)
+	}
+	select {
+	case <-f.changed():
+	default:
+		t.Fatal("the advanced ring's changed channel is open: the watch would never take z's slots")
+	}
+	if !f.moved(m.Current()) {
+		t.Error("z joining moved nothing to z")
 	}
 }
 

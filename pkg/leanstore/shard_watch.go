@@ -130,12 +130,12 @@ func (w *leanWatch) flushSkipped(ctx context.Context) bool {
 // means the watch ends (see relist).
 func (w *leanWatch) rebalance(ctx context.Context) bool {
 	f := w.lw.shard
-	if !f.moved() {
-		f.advance()
+	st := f.m.Current()
+	if !f.moved(st) {
+		f.advance(st)
 		return true
 	}
-	st := f.m.cur.Load()
 	w.lw.health.tracker.logger.Info("shard ring changed: listing again inside the watch", "self", f.m.Self(),
-		"members", st.members(), "generation", st.gen)
+		"members", st.Members(), "generation", st.Generation())
 	return w.relist(ctx)
 }

@@ -1,4 +1,4 @@
-package leanstore
+package shard
 
 import (
 	"fmt"
@@ -17,7 +17,7 @@ func ringKeys(n int) [][2]string {
 	return keys
 }
 
-func owners(r *Ring, keys [][2]string, by ShardBy) []string {
+func owners(r *Ring, keys [][2]string, by By) []string {
 	out := make([]string, len(keys))
 	for i, k := range keys {
 		out[i] = r.Owner(k[0], k[1], by)
@@ -37,7 +37,7 @@ func TestRingBalance(t *testing.T) {
 			t.Fatal(err)
 		}
 		count := map[string]int{}
-		for _, o := range owners(r, keys, ShardByObject) {
+		for _, o := range owners(r, keys, ByObject) {
 			count[o]++
 		}
 		fair := float64(len(keys)) / float64(len(members))
@@ -63,11 +63,11 @@ func TestRingBalanceByNamespace(t *testing.T) {
 	count := map[string]int{}
 	for i := range 10000 {
 		ns := fmt.Sprintf("tenant-%d", i)
-		o := r.Owner(ns, "pod-1", ShardByNamespace)
-		if o2 := r.Owner(ns, "pod-2", ShardByNamespace); o2 != o {
+		o := r.Owner(ns, "pod-1", ByNamespace)
+		if o2 := r.Owner(ns, "pod-2", ByNamespace); o2 != o {
 			t.Fatalf("namespace %s: pod-1 on %s, pod-2 on %s: namespace sharding must keep a namespace together", ns, o, o2)
 		}
-		if o3 := r.Owner("", ns, ShardByNamespace); o3 != o {
+		if o3 := r.Owner("", ns, ByNamespace); o3 != o {
 			t.Fatalf("the Namespace object %s is on %s, its objects on %s", ns, o3, o)
 		}
 		count[o]++
@@ -86,10 +86,10 @@ func TestRingMovesOnlyWhatMust(t *testing.T) {
 	three, _ := NewRing("a", "b", "c")
 	four, _ := NewRing("a", "b", "c", "d")
 	two, _ := NewRing("a", "c")
-	before := owners(three, keys, ShardByObject)
+	before := owners(three, keys, ByObject)
 
 	moved := 0
-	for i, o := range owners(four, keys, ShardByObject) {
+	for i, o := range owners(four, keys, ByObject) {
 		if o == before[i] {
 			continue
 		}
@@ -103,7 +103,7 @@ func TestRingMovesOnlyWhatMust(t *testing.T) {
 	}
 
 	moved = 0
-	for i, o := range owners(two, keys, ShardByObject) {
+	for i, o := range owners(two, keys, ByObject) {
 		if o == before[i] {
 			continue
 		}
@@ -127,21 +127,6 @@ func countOf(xs []string, x string) int {
 	return n
 }
 
-// The hash of a key read from encoded bytes (lists and watches through the lean
-// decoder) must equal that of the decoded key (the JSON paths, Ring.Owner),
-// or two paths of one replica would disagree on an object's owner.
-func TestRingKeyHashBytesMatchesString(t *testing.T) {
-	cases := [][2]string{{"", ""}, {"", "node-1"}, {"ns", "a"}, {"ns/", "a"}, {"n", "s/a"}, {"kube-system", "coredns-5d78c9869d-abcde"}}
-	cases = append(cases, ringKeys(200)...)
-	for _, by := range []ShardBy{ShardByObject, ShardByNamespace} {
-		for _, k := range cases {
-			if s, b := keyHashString(k[0], k[1], by), keyHashBytesShard([]byte(k[0]), []byte(k[1]), by); s != b {
-				t.Errorf("by %s, key %q/%q: string hash %x, bytes hash %x", by, k[0], k[1], s, b)
-			}
-		}
-	}
-}
-
 // The ring's hash is part of its contract: replicas of different versions of
 // this package must agree on every owner. These owners were computed when the
 // ring was written; a change here splits a rolling upgrade's replicas.
@@ -149,16 +134,16 @@ func TestRingIsStableAcrossVersions(t *testing.T) {
 	r, _ := NewRing("shard-0", "shard-1", "shard-2")
 	for _, tc := range []struct {
 		ns, name  string
-		by        ShardBy
+		by        By
 		wantHash  uint64
 		wantOwner string
 	}{
-		{"default", "web-0", ShardByObject, 0xe561b668671b4307, "shard-0"},
-		{"kube-system", "coredns", ShardByObject, 0x140c472f86540780, "shard-2"},
-		{"", "node-1", ShardByObject, 0x13950d4ef307e655, "shard-0"},
-		{"team-a", "x", ShardByNamespace, 0x45e5c4efef529ae3, "shard-2"},
+		{"default", "web-0", ByObject, 0xe561b668671b4307, "shard-0"},
+		{"kube-system", "coredns", ByObject, 0x140c472f86540780, "shard-2"},
+		{"", "node-1", ByObject, 0x13950d4ef307e655, "shard-0"},
+		{"team-a", "x", ByNamespace, 0x45e5c4efef529ae3, "shard-2"},
 	} {
-		if got := keyHashString(tc.ns, tc.name, tc.by); got != tc.wantHash {
+		if got := KeyHash(tc.ns, tc.name, tc.by); got != tc.wantHash {
 			t.Errorf("hash of %q/%q by %s = %x, want %x", tc.ns, tc.name, tc.by, got, tc.wantHash)
 		}
 		if got := r.Owner(tc.ns, tc.name, tc.by); got != tc.wantOwner {
@@ -182,39 +167,7 @@ func TestNewRing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o := empty.Owner("ns", "x", ShardByObject); o != "" {
+	if o := empty.Owner("ns", "x", ByObject); o != "" {
 		t.Errorf("a ring without members gave x to %q", o)
-	}
-}
-
-// Every object belongs to exactly one of n static shards.
-func TestStaticShardsPartition(t *testing.T) {
-	const n = 4
-	filters := make([]*shardFilter, n)
-	for i := range filters {
-		m, err := StaticShards(i, n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		filters[i] = newShardFilter(&shardConfig{m: m, by: ShardByObject})
-		if err := filters[i].apply(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, k := range ringKeys(5000) {
-		held := 0
-		for _, f := range filters {
-			if f.ownsBytes([]byte(k[0]), []byte(k[1])) {
-				held++
-			}
-		}
-		if held != 1 {
-			t.Fatalf("key %v held by %d of %d static shards, want exactly 1", k, held, n)
-		}
-	}
-	for _, bad := range [][2]int{{0, 0}, {-1, 3}, {3, 3}} {
-		if _, err := StaticShards(bad[0], bad[1]); err == nil {
-			t.Errorf("StaticShards(%d, %d) accepted", bad[0], bad[1])
-		}
 	}
 }

@@ -1,11 +1,9 @@
-package leanstore
+package shard
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -14,93 +12,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2"
 )
-
-// ShardGroupLabel labels the Leases of a shard group with the group's name.
-const ShardGroupLabel = "shard.cachetune.dev/group"
-
-// LeaseConfig configures a Lease membership. The timing knobs mean what they
-// mean in client-go's leader election, and have its defaults.
-type LeaseConfig struct {
-	// Namespace holds the Leases. Required.
-	Namespace string
-	// Group names the replicas that share caches, e.g. the controller's name.
-	// Required. Each replica's Lease is named <Group>-<Identity> and labelled
-	// ShardGroupLabel=<Group>.
-	Group string
-	// Identity is this replica's name, unique in the group; the default is
-	// the host name, which is the Pod's name in Kubernetes. Two processes
-	// with one identity would renew one Lease and hold the same objects.
-	Identity string
-	// LeaseDuration is how long the other replicas wait, after they last saw
-	// this replica's Lease renewed, before they take its objects (15 s).
-	LeaseDuration time.Duration
-	// RenewDeadline is how long this replica keeps its objects while it fails
-	// to renew its Lease (10 s); then it drops them, before the others take
-	// them, so that no object is held by two replicas at rest. It must be
-	// shorter than LeaseDuration.
-	RenewDeadline time.Duration
-	// RetryPeriod is the time between renewals (2 s).
-	RetryPeriod time.Duration
-	// Logger receives ring changes and renewal failures (default klog's).
-	Logger logr.Logger
-}
-
-// leaseJitter is client-go's leader-election JitterFactor: the renew deadline
-// must leave room for a retry period stretched by it.
-const leaseJitter = 1.2
-
-func (c *LeaseConfig) defaults() error {
-	if c.Namespace == "" {
-		return errors.New("leanstore: lease membership: Namespace is required")
-	}
-	if c.Group == "" {
-		return errors.New("leanstore: lease membership: Group is required")
-	}
-	if errs := validation.IsValidLabelValue(c.Group); len(errs) > 0 {
-		return fmt.Errorf("leanstore: lease membership: Group %q is not a valid label value: %s", c.Group, strings.Join(errs, "; "))
-	}
-	if c.Identity == "" {
-		h, err := os.Hostname()
-		if err != nil {
-			return fmt.Errorf("leanstore: lease membership: no Identity given and no host name: %w", err)
-		}
-		c.Identity = strings.ToLower(h)
-	}
-	if errs := validation.IsDNS1123Subdomain(c.leaseName()); len(errs) > 0 {
-		return fmt.Errorf("leanstore: lease membership: the Lease name %q (Group-Identity) is not a valid name: %s", c.leaseName(), strings.Join(errs, "; "))
-	}
-	if c.LeaseDuration == 0 {
-		c.LeaseDuration = 15 * time.Second
-	}
-	if c.RenewDeadline == 0 {
-		c.RenewDeadline = 10 * time.Second
-	}
-	if c.RetryPeriod == 0 {
-		c.RetryPeriod = 2 * time.Second
-	}
-	switch {
-	case c.LeaseDuration < time.Second:
-		return fmt.Errorf("leanstore: lease membership: LeaseDuration must be at least 1s (a Lease counts whole seconds), got %s", c.LeaseDuration)
-	case c.LeaseDuration <= c.RenewDeadline:
-		return fmt.Errorf("leanstore: lease membership: LeaseDuration (%s) must be greater than RenewDeadline (%s)", c.LeaseDuration, c.RenewDeadline)
-	case c.RetryPeriod <= 0:
-		return fmt.Errorf("leanstore: lease membership: RetryPeriod must be positive, got %s", c.RetryPeriod)
-	case c.RenewDeadline <= time.Duration(leaseJitter*float64(c.RetryPeriod)):
-		return fmt.Errorf("leanstore: lease membership: RenewDeadline (%s) must be greater than RetryPeriod*%.1f (%s)", c.RenewDeadline, leaseJitter, c.RetryPeriod)
-	}
-	if c.Logger.GetSink() == nil {
-		c.Logger = klog.Background()
-	}
-	return nil
-}
-
-func (c *LeaseConfig) leaseName() string { return c.Group + "-" + c.Identity }
 
 // NewLeaseMembership returns a membership whose ring is built from the live
 // Leases of a group, one per replica, in a namespace the caller names.
@@ -109,10 +24,12 @@ func (c *LeaseConfig) leaseName() string { return c.Group + "-" + c.Identity }
 // client-go's leader election renews a leader's. A Lease is live while it has
 // been renewed within its duration, as this process observed it (the other
 // replica's clock is never trusted, as in leader election); the ring is
-// rebuilt when a Lease appears, is deleted, or expires. A replica that cannot
-// renew its own Lease for RenewDeadline leaves the ring itself and holds
-// nothing until it can again, before the others (who wait LeaseDuration)
-// take its objects. When the membership stops, it deletes its Lease, and the
+// rebuilt when a Lease appears, is deleted, or expires. Before it counts a
+// Lease expired, a replica lists the group's Leases to check that it was not
+// renewed meanwhile: a watch can tell of renewals late when the server or the
+// process is loaded. A replica that cannot renew its own Lease for
+// RenewDeadline leaves the ring itself and holds nothing until it can again,
+// before the others (who wait LeaseDuration) take its objects. When the membership stops, it deletes its Lease, and the
 // others take its objects at once.
 //
 // A replica deletes the Leases it has seen expire (unless they were renewed
@@ -123,28 +40,36 @@ func (c *LeaseConfig) leaseName() string { return c.Group + "-" + c.Identity }
 // delete, list and watch.
 func NewLeaseMembership(client kubernetes.Interface, cfg LeaseConfig) (*Membership, error) {
 	if client == nil {
-		return nil, errors.New("leanstore: lease membership: no client")
+		return nil, errors.New("shard: lease membership: no client")
 	}
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	m := &Membership{self: cfg.Identity, kind: "leases", logger: cfg.Logger.WithValues("shardGroup", cfg.Group), done: make(chan struct{})}
-	m.cur.Store(&ringState{self: -1, changed: make(chan struct{})})
-	m.leases = &leaseMembership{m: m, client: client, cfg: cfg, seen: map[string]observedLease{}, collected: map[string]string{}, wake: make(chan struct{}, 1)}
+	m := newMembership(cfg.Identity, "leases", cfg.Logger.WithValues("shardGroup", cfg.Group))
+	m.source = &leaseMembership{publish: m.publish, logger: m.logger, client: client, cfg: cfg,
+		seen: map[string]observedLease{}, confirmed: map[string]string{}, collected: map[string]string{}, wake: make(chan struct{}, 1)}
 	return m, nil
 }
 
-// leaseMembership is the Lease side of a Membership.
+// leaseMembership is the Lease side of a Membership: it keeps the
+// membership's ring that of the live Leases.
 type leaseMembership struct {
-	m      *Membership
-	client kubernetes.Interface
-	cfg    LeaseConfig
-	wake   chan struct{}
+	// publish makes members the membership's ring (Membership.publish); only
+	// run's goroutine calls it.
+	publish func(members []string)
+	logger  logr.Logger
+	client  kubernetes.Interface
+	cfg     LeaseConfig
+	wake    chan struct{}
 
 	mu sync.Mutex
 	// seen is every Lease of the group by name, with when this process saw
 	// it change.
 	seen map[string]observedLease
+	// confirmed is the resourceVersion at which each Lease that looked
+	// expired was found unchanged on the server (see confirm): only then is
+	// it expired.
+	confirmed map[string]string
 	// collected is the resourceVersion at which each expired Lease was last
 	// handed to collect, so that it is deleted once.
 	collected map[string]string
@@ -152,9 +77,6 @@ type leaseMembership struct {
 	lastRenew time.Time
 	lastErr   string
 	synced    bool
-	// keepOnStop leaves the Lease behind when the membership stops, as a
-	// crashed process does (tests only).
-	keepOnStop bool
 }
 
 type observedLease struct {
@@ -199,7 +121,11 @@ func (l *leaseMembership) run(ctx context.Context) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		next, expired := l.rebuild(time.Now())
+		next, expired, suspects := l.rebuild(time.Now())
+		if len(suspects) > 0 {
+			l.confirm(ctx, suspects)
+			continue // rebuild with what the server said
+		}
 		l.collect(ctx, expired)
 		timer.Reset(time.Until(next))
 		select {
@@ -214,7 +140,7 @@ func (l *leaseMembership) run(ctx context.Context) {
 // informer watches the group's Leases and records when each changed.
 func (l *leaseMembership) informer() cache.SharedIndexInformer {
 	leases := l.client.CoordinationV1().Leases(l.cfg.Namespace)
-	selector := ShardGroupLabel + "=" + l.cfg.Group
+	selector := GroupLabel + "=" + l.cfg.Group
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.LabelSelector = selector
@@ -238,6 +164,7 @@ func (l *leaseMembership) informer() cache.SharedIndexInformer {
 			if ls, ok := obj.(*coordinationv1.Lease); ok {
 				l.mu.Lock()
 				delete(l.seen, ls.Name)
+				delete(l.confirmed, ls.Name)
 				delete(l.collected, ls.Name)
 				l.mu.Unlock()
 				l.poke()
@@ -255,13 +182,7 @@ func (l *leaseMembership) observe(obj any) {
 	if !ok {
 		return
 	}
-	o := observedLease{rv: ls.ResourceVersion, duration: l.cfg.LeaseDuration}
-	if ls.Spec.HolderIdentity != nil {
-		o.holder = *ls.Spec.HolderIdentity
-	}
-	if ls.Spec.LeaseDurationSeconds != nil && *ls.Spec.LeaseDurationSeconds > 0 {
-		o.duration = time.Duration(*ls.Spec.LeaseDurationSeconds) * time.Second
-	}
+	o := l.observed(ls)
 	l.mu.Lock()
 	if prev, ok := l.seen[ls.Name]; ok && prev.rv == o.rv {
 		l.mu.Unlock()
@@ -273,27 +194,42 @@ func (l *leaseMembership) observe(obj any) {
 	l.poke()
 }
 
+// observed is what the membership keeps of a Lease; its observed time is
+// the caller's to set.
+func (l *leaseMembership) observed(ls *coordinationv1.Lease) observedLease {
+	o := observedLease{rv: ls.ResourceVersion, duration: l.cfg.LeaseDuration}
+	if ls.Spec.HolderIdentity != nil {
+		o.holder = *ls.Spec.HolderIdentity
+	}
+	if ls.Spec.LeaseDurationSeconds != nil && *ls.Spec.LeaseDurationSeconds > 0 {
+		o.duration = time.Duration(*ls.Spec.LeaseDurationSeconds) * time.Second
+	}
+	return o
+}
+
 func (l *leaseMembership) failed(err error) {
 	l.mu.Lock()
 	l.lastErr = err.Error()
 	l.mu.Unlock()
-	l.m.logger.Error(err, "shard membership")
+	l.logger.Error(err, "shard membership")
 }
 
 // rebuild publishes the ring of the live Leases at now, and returns when the
 // next one expires and the Leases this replica has seen expire since the last
-// rebuild, for collect.
-func (l *leaseMembership) rebuild(now time.Time) (time.Time, []expiredLease) {
+// rebuild, for collect. A Lease not seen renewed for its duration is only a
+// suspect until confirm has asked the server: rebuild then returns the
+// suspects, keeps them in the ring and publishes nothing new for them.
+func (l *leaseMembership) rebuild(now time.Time) (time.Time, []expiredLease, []expiredLease) {
 	l.mu.Lock()
 	next := now.Add(time.Hour)
 	if !l.synced || l.lastRenew.IsZero() {
 		l.mu.Unlock()
-		return next, nil // not ready: our Lease or the others' are not known yet
+		return next, nil, nil // not ready: our Lease or the others' are not known yet
 	}
 	mine := l.cfg.leaseName()
 	self := now.Before(l.lastRenew.Add(l.cfg.RenewDeadline))
 	var members []string
-	var expired []expiredLease
+	var expired, suspects []expiredLease
 	for name, o := range l.seen {
 		if name == mine || o.holder == l.cfg.Identity {
 			continue
@@ -303,6 +239,8 @@ func (l *leaseMembership) rebuild(now time.Time) (time.Time, []expiredLease) {
 				members = append(members, o.holder)
 			}
 			next = earliest(next, until)
+		} else if l.confirmed[name] != o.rv {
+			suspects = append(suspects, expiredLease{name: name, rv: o.rv})
 		} else if self && l.collected[name] != o.rv {
 			// Only a replica that renews its own Lease judges the others': one
 			// cut off from the server sees every Lease expire.
@@ -315,8 +253,52 @@ func (l *leaseMembership) rebuild(now time.Time) (time.Time, []expiredLease) {
 		next = earliest(next, l.lastRenew.Add(l.cfg.RenewDeadline))
 	}
 	l.mu.Unlock()
-	l.m.publish(members)
-	return next, expired
+	if len(suspects) > 0 {
+		return next, nil, suspects
+	}
+	l.publish(members)
+	return next, expired, nil
+}
+
+// confirm asks the server whether the suspects, Leases that this replica has
+// not seen renewed for their duration, were renewed all the same. The watch
+// that tells of renewals can run late, or miss them until it lists again,
+// when the server or this process is loaded: the holder then renews in time
+// and counts itself a member while this replica would drop it and take its
+// objects, and the ring would change back and forth with every late
+// renewal. A Lease whose resourceVersion on the server differs from the one
+// seen was renewed since, and counts as observed now; one that has not
+// changed, or is gone, is expired at its resourceVersion. When the server
+// cannot be asked, the suspects are expired as before: a replica cut off
+// from the server cannot tell, and leaves the ring itself too.
+func (l *leaseMembership) confirm(ctx context.Context, suspects []expiredLease) {
+	lctx, cancel := context.WithTimeout(ctx, l.cfg.RetryPeriod)
+	list, err := l.client.CoordinationV1().Leases(l.cfg.Namespace).List(lctx, metav1.ListOptions{LabelSelector: GroupLabel + "=" + l.cfg.Group})
+	cancel()
+	current := map[string]*coordinationv1.Lease{}
+	if err == nil {
+		for i := range list.Items {
+			current[list.Items[i].Name] = &list.Items[i]
+		}
+	} else if ctx.Err() == nil {
+		l.logger.V(2).Info("could not confirm that shard Leases expired", "leases", len(suspects), "err", err)
+	}
+	now := time.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range suspects {
+		seen, ok := l.seen[s.name]
+		if !ok || seen.rv != s.rv {
+			continue // deleted or renewed since, as the watch told
+		}
+		if ls, ok := current[s.name]; ok && ls.ResourceVersion != s.rv {
+			o := l.observed(ls)
+			o.observed = now
+			l.seen[s.name] = o
+			continue
+		}
+		l.confirmed[s.name] = s.rv
+	}
 }
 
 // expiredLease is a Lease of the group that expired at resourceVersion rv.
@@ -337,11 +319,11 @@ func (l *leaseMembership) collect(ctx context.Context, expired []expiredLease) {
 		cancel()
 		switch {
 		case err == nil:
-			l.m.logger.Info("deleted an expired shard Lease", "lease", l.cfg.Namespace+"/"+e.name)
+			l.logger.Info("deleted an expired shard Lease", "lease", l.cfg.Namespace+"/"+e.name)
 		case apierrors.IsNotFound(err) || apierrors.IsConflict(err) || ctx.Err() != nil:
 			// Gone already, or renewed since: nothing to do.
 		default:
-			l.m.logger.V(2).Info("could not delete an expired shard Lease", "lease", l.cfg.Namespace+"/"+e.name, "err", err)
+			l.logger.V(2).Info("could not delete an expired shard Lease", "lease", l.cfg.Namespace+"/"+e.name, "err", err)
 		}
 	}
 }
@@ -398,7 +380,7 @@ func (l *leaseMembership) renew(ctx context.Context) error {
 		case apierrors.IsNotFound(err):
 			secs := int32(l.cfg.LeaseDuration / time.Second)
 			lease := &coordinationv1.Lease{
-				ObjectMeta: metav1.ObjectMeta{Name: l.cfg.leaseName(), Namespace: l.cfg.Namespace, Labels: map[string]string{ShardGroupLabel: l.cfg.Group}},
+				ObjectMeta: metav1.ObjectMeta{Name: l.cfg.leaseName(), Namespace: l.cfg.Namespace, Labels: map[string]string{GroupLabel: l.cfg.Group}},
 				Spec: coordinationv1.LeaseSpec{HolderIdentity: &l.cfg.Identity, LeaseDurationSeconds: &secs,
 					AcquireTime: &now, RenewTime: &now},
 			}
@@ -418,7 +400,7 @@ func (l *leaseMembership) renew(ctx context.Context) error {
 	if next.Labels == nil {
 		next.Labels = map[string]string{}
 	}
-	next.Labels[ShardGroupLabel] = l.cfg.Group
+	next.Labels[GroupLabel] = l.cfg.Group
 	if next.Spec.HolderIdentity == nil || *next.Spec.HolderIdentity != l.cfg.Identity || takeover {
 		next.Spec.AcquireTime = &now // a new process of this identity
 	}
@@ -446,7 +428,7 @@ func (l *leaseMembership) release() {
 	l.mu.Lock()
 	mine := l.mine
 	l.mu.Unlock()
-	if mine == nil || l.keepOnStop {
+	if mine == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.RenewDeadline)
@@ -454,8 +436,8 @@ func (l *leaseMembership) release() {
 	uid := mine.UID
 	err := l.client.CoordinationV1().Leases(l.cfg.Namespace).Delete(ctx, mine.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 	if err != nil && !apierrors.IsNotFound(err) {
-		l.m.logger.Error(err, "release the shard Lease: the other replicas take this one's objects when it expires", "lease", l.cfg.Namespace+"/"+mine.Name)
+		l.logger.Error(err, "release the shard Lease: the other replicas take this one's objects when it expires", "lease", l.cfg.Namespace+"/"+mine.Name)
 		return
 	}
-	l.m.logger.Info("shard Lease released", "lease", l.cfg.Namespace+"/"+mine.Name)
+	l.logger.Info("shard Lease released", "lease", l.cfg.Namespace+"/"+mine.Name)
 }
