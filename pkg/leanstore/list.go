@@ -15,6 +15,7 @@ import (
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/cachetune/cachetune/internal/wire"
 	"github.com/cachetune/cachetune/pkg/failure"
 )
 
@@ -307,19 +308,19 @@ func (lw *listWatch) decodedPage(ctx context.Context, opts metav1.ListOptions, p
 
 // rawPage lists pages as protobuf and decodes them with the lean decoder as
 // they arrive: a page is never held whole, decoded or encoded.
-func (lw *listWatch) rawPage(raw rawSource, d *protoDecoder) func(context.Context, metav1.ListOptions, *pacer) (listResult, string, error) {
+func (lw *listWatch) rawPage(raw rawSource, d *wire.Decoder) func(context.Context, metav1.ListOptions, *pacer) (listResult, string, error) {
 	return func(ctx context.Context, opts metav1.ListOptions, pace *pacer) (listResult, string, error) {
 		body, err := raw.rawList(ctx, opts)
 		if err != nil {
 			return listResult{}, "", err
 		}
 		defer body.Close()
-		return d.decodeListStream(body, lw.gr(), pace)
+		return decodeList(d, body, lw.shard, pace)
 	}
 }
 
-func (lw *listWatch) newDecoder(raw rawSource) *protoDecoder {
-	return &protoDecoder{newObject: raw.newObject, view: lw.view, strip: lw.strip, shard: lw.shard}
+func (lw *listWatch) newDecoder(raw rawSource) *wire.Decoder {
+	return newWireDecoder(raw.newObject, lw.gr(), lw.view, lw.strip, lw.shard)
 }
 
 // initialEventsEndWait bounds how long a streaming list waits for the bookmark
@@ -447,7 +448,7 @@ func (lw *listWatch) addStreamed(res *listResult, obj kruntime.Object, decode bo
 // list's initial events. Any other bookmark is an error: a server that serves
 // streaming lists sends none before the end of the initial events, so this
 // one ignored sendInitialEvents (an API server older than 1.27).
-func (lw *listWatch) initialEventsEnd(res *listResult, ev watch.Event, d *protoDecoder) error {
+func (lw *listWatch) initialEventsEnd(res *listResult, ev watch.Event, d *wire.Decoder) error {
 	m, err := meta.Accessor(ev.Object)
 	if err != nil {
 		return fmt.Errorf("streaming list of %s: bookmark: %w", lw.gr(), err)
@@ -457,7 +458,7 @@ func (lw *listWatch) initialEventsEnd(res *listResult, ev watch.Event, d *protoD
 	}
 	res.rv = m.GetResourceVersion()
 	if d != nil {
-		res.reused = d.reused
+		res.reused = d.Reused()
 	}
 	return nil
 }
@@ -528,8 +529,6 @@ var (
 	// errNoInitialEventsEnd is a streaming list whose initial-events-end
 	// bookmark did not come.
 	errNoInitialEventsEnd = errors.New("the server sent no initial-events-end bookmark")
-	// errAnsweredJSON is a server answering JSON to a request for protobuf.
-	errAnsweredJSON = errors.New("the server answered JSON to a request for protobuf")
 )
 
 // listBreak holds what broke a streaming list's stream while its initial

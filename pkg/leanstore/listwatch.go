@@ -22,7 +22,7 @@ import (
 //     is unchanged;
 //   - watch.go: the watch, and the re-list inside it after a 410 that hands
 //     client-go only the differences from what it already has (view.go);
-//   - decode.go and decode_stream.go: the lean protobuf decoder;
+//   - wire_caller.go: what the lean protobuf decoder (internal/wire) asks of it;
 //   - health.go: the failures, backoff and stall counts both stages share.
 //
 // It tells the reflector that it does not support WatchList semantics, so the
@@ -51,7 +51,7 @@ type listWatch struct {
 
 	mu sync.Mutex
 	// raw is src when it can hand out raw protobuf responses, which the lean
-	// decoder reads (see decode.go); nil otherwise, and nil again once the
+	// decoder reads (internal/wire); nil otherwise, and nil again once the
 	// server has answered JSON to a protobuf request.
 	raw rawSource
 	// lastCount is the size of the last list, to size the next one's slice.

@@ -2,7 +2,9 @@ package leanstore
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
+	"io"
 	"testing"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -13,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/scheme"
 
+	"github.com/cachetune/cachetune/internal/wire"
 	"github.com/cachetune/cachetune/pkg/shard"
 )
 
@@ -49,14 +52,14 @@ func staticFilter(t *testing.T, index, total int) *shardFilter {
 	return f
 }
 
-func shardedDecoder(f *shardFilter) *protoDecoder {
-	return &protoDecoder{newObject: func() runtime.Object { return &corev1.Pod{} }, strip: &stripper{managedFields: true}, shard: f}
+func shardedDecoder(f *shardFilter) *wire.Decoder {
+	return newWireDecoder(func() runtime.Object { return &corev1.Pod{} }, podsGR, nil, &stripper{managedFields: true}, f)
 }
 
 // podMessage is the protobuf message of a Pod (without the envelope).
 func podMessage(t *testing.T, p *corev1.Pod) []byte {
 	t.Helper()
-	_, msg, err := unwrap(encodePod(t, p))
+	_, msg, err := wire.Unwrap(encodePod(t, p))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,8 +71,8 @@ func podMessage(t *testing.T, p *corev1.Pod) []byte {
 func corruptBody(t *testing.T, msg []byte) []byte {
 	t.Helper()
 	var out []byte
-	err := eachField(msg, func(num protowire.Number, typ protowire.Type, v []byte) error {
-		if num == objMetadataField {
+	err := wire.EachField(msg, func(num protowire.Number, typ protowire.Type, v []byte) error {
+		if num == 1 { // ObjectMeta
 			out = protowire.AppendTag(out, num, protowire.BytesType)
 			out = protowire.AppendBytes(out, v)
 		}
@@ -105,26 +108,26 @@ func TestShardSkipsBeforeDecoding(t *testing.T) {
 	d := shardedDecoder(f)
 	owned, other := ownedAndNot(t, f)
 
-	got, _, err := d.object(podMessage(t, testPod(owned, "7")), podsGR)
+	got, _, err := d.Object(podMessage(t, testPod(owned, "7")))
 	if err != nil || got == nil || got.(*corev1.Pod).Name != owned {
 		t.Fatalf("own Pod %s: got %v, %v; want it decoded", owned, got, err)
 	}
-	if got, _, err := d.object(podMessage(t, testPod(other, "7")), podsGR); err != nil || got != nil {
+	if got, _, err := d.Object(podMessage(t, testPod(other, "7"))); err != nil || got != nil {
 		t.Fatalf("another shard's Pod %s: got %v, %v; want nil, nil", other, got, err)
 	}
-	if string(d.skippedRV) != "7" {
-		t.Errorf("skippedRV %q after dropping a Pod at 7", d.skippedRV)
+	if string(d.SkippedRV()) != "7" {
+		t.Errorf("skippedRV %q after dropping a Pod at 7", d.SkippedRV())
 	}
 
-	if _, _, err := d.object(corruptBody(t, podMessage(t, testPod(owned, "7"))), podsGR); err == nil {
+	if _, _, err := d.Object(corruptBody(t, podMessage(t, testPod(owned, "7")))); err == nil {
 		t.Fatal("own Pod with a corrupt spec decoded without an error: the corruption does not reach the decoder, so the test proves nothing")
 	}
-	if got, _, err := d.object(corruptBody(t, podMessage(t, testPod(other, "7"))), podsGR); err != nil || got != nil {
+	if got, _, err := d.Object(corruptBody(t, podMessage(t, testPod(other, "7")))); err != nil || got != nil {
 		t.Fatalf("another shard's Pod with a corrupt spec: got %v, %v; want it dropped before its spec is read", got, err)
 	}
 
 	msg := podMessage(t, testPod(other, "8"))
-	if allocs := testing.AllocsPerRun(100, func() { _, _, _ = d.object(msg, podsGR) }); allocs != 0 {
+	if allocs := testing.AllocsPerRun(100, func() { _, _, _ = d.Object(msg) }); allocs != 0 {
 		t.Errorf("dropping another shard's Pod allocates %.0f times, want 0", allocs)
 	}
 }
@@ -143,7 +146,7 @@ func TestShardSplitsAListPage(t *testing.T) {
 	held := map[string]int{}
 	for i := range 3 {
 		f := staticFilter(t, i, 3)
-		res, _, err := shardedDecoder(f).decodeListStream(bytes.NewReader(buf.Bytes()), podsGR, newPacer(0))
+		res, _, err := decodeList(shardedDecoder(f), bytes.NewReader(buf.Bytes()), f, newPacer(0))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -170,8 +173,7 @@ func TestShardSplitsAListPage(t *testing.T) {
 func TestShardSkipsWatchEvents(t *testing.T) {
 	f := staticFilter(t, 1, 3)
 	owned, other := ownedAndNot(t, f)
-	w := &protoWatch{d: shardedDecoder(f), gr: podsGR}
-	for _, tc := range []struct {
+	cases := []struct {
 		name     string
 		typ      watch.EventType
 		wantType watch.EventType
@@ -181,14 +183,24 @@ func TestShardSkipsWatchEvents(t *testing.T) {
 		{other, watch.Added, eventSkipped},
 		{other, watch.Modified, eventSkipped},
 		{other, watch.Deleted, eventSkipped},
-	} {
+	}
+	var stream []byte
+	for _, tc := range cases {
 		frame, err := (&metav1.WatchEvent{Type: string(tc.typ), Object: runtime.RawExtension{Raw: encodePod(t, testPod(tc.name, "42"))}}).Marshal()
 		if err != nil {
 			t.Fatal(err)
 		}
-		ev, err := w.event(frame)
-		if err != nil {
-			t.Fatalf("%s %s: %v", tc.typ, tc.name, err)
+		stream = binary.BigEndian.AppendUint32(stream, uint32(len(frame)))
+		stream = append(stream, frame...)
+	}
+	w := wire.NewWatch(io.NopCloser(bytes.NewReader(stream)), func() {}, shardedDecoder(f), skippedEvent, func(err error) {
+		t.Errorf("the watch broke: %v", err)
+	})
+	defer w.Stop()
+	for _, tc := range cases {
+		ev, ok := <-w.ResultChan()
+		if !ok {
+			t.Fatalf("the watch ended before %s %s", tc.typ, tc.name)
 		}
 		if ev.Type != tc.wantType {
 			t.Errorf("%s %s came out as %s, want %s", tc.typ, tc.name, ev.Type, tc.wantType)
@@ -196,6 +208,9 @@ func TestShardSkipsWatchEvents(t *testing.T) {
 		if so, ok := ev.Object.(*skippedObject); ev.Type == eventSkipped && (!ok || so.rv != "42") {
 			t.Errorf("skipped %s %s carries %#v, want resourceVersion 42", tc.typ, tc.name, ev.Object)
 		}
+	}
+	if ev, ok := <-w.ResultChan(); ok {
+		t.Errorf("an event past the stream: %v", ev)
 	}
 }
 

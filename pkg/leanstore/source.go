@@ -17,7 +17,7 @@ import (
 )
 
 // rawSource is a source that can also hand out raw protobuf responses, for the
-// lean decoder (see protodecode.go).
+// lean decoder (internal/wire, through wire_caller.go).
 type rawSource interface {
 	source
 	rawList(ctx context.Context, opts metav1.ListOptions) (io.ReadCloser, error)

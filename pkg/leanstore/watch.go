@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"reflect"
 
+	"github.com/cachetune/cachetune/internal/wire"
 	"github.com/cachetune/cachetune/pkg/failure"
 )
 
@@ -63,7 +64,7 @@ func (lw *listWatch) startWatch(ctx context.Context, opts metav1.ListOptions) (w
 
 // openWatch starts a watch: a lean protobuf stream when the source allows it.
 // The result's objects are final (stripped, or the handed ones) when d is not nil.
-func (lw *listWatch) openWatch(ctx context.Context, opts metav1.ListOptions, onBroken func(error)) (w watch.Interface, d *protoDecoder, err error) {
+func (lw *listWatch) openWatch(ctx context.Context, opts metav1.ListOptions, onBroken func(error)) (w watch.Interface, d *wire.Decoder, err error) {
 	raw := lw.rawSource()
 	if raw == nil {
 		w, err = lw.src.watch(ctx, opts)
@@ -76,7 +77,7 @@ func (lw *listWatch) openWatch(ctx context.Context, opts metav1.ListOptions, onB
 		return nil, nil, err
 	}
 	d = lw.newDecoder(raw)
-	return newProtoWatch(body, cancel, d, lw.gr(), onBroken), d, nil
+	return wire.NewWatch(body, cancel, d, skippedEvent, onBroken), d, nil
 }
 
 // watchStreamBroke reports a watch stream that broke and makes the next watch

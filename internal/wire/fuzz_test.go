@@ -1,4 +1,4 @@
-package leanstore
+package wire
 
 import (
 	"bytes"
@@ -50,35 +50,34 @@ func FuzzDecodeList(f *testing.F) {
 		f.Add(seed[:len(seed)/2])
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		for _, strip := range []*stripper{
+		for _, strip := range []Strip{
 			{},
-			{managedFields: true, annotations: map[string]bool{LastAppliedAnnotation: true}},
+			{ManagedFields: true, Annotations: map[string]bool{lastApplied: true}},
 		} {
-			d := &protoDecoder{newObject: func() runtime.Object { return &corev1.Pod{} }, strip: strip}
-			got, cont, err := d.decodeListStream(bytes.NewReader(body), podsGR, newPacer(0))
+			d := NewDecoder(newPod, podsGR, strip, testCaller{})
+			var got listed
+			rv, cont, err := d.List(bytes.NewReader(body), got.item)
 			if err != nil {
 				continue
 			}
 			want, werr := apimachineryList(body)
 			if werr != nil {
-				if len(strip.annotations) == 0 {
-					// Nothing is skipped without stripping: leanstore reads
-					// every byte apimachinery reads.
-					t.Fatalf("leanstore decoded %d items where apimachinery fails: %v", len(got.items), werr)
+				if len(strip.Annotations) == 0 {
+					// Nothing is skipped without stripping: the lean decoder
+					// reads every byte apimachinery reads.
+					t.Fatalf("the lean decoder decoded %d items where apimachinery fails: %v", len(got.items), werr)
 				}
 				continue // corruption inside a stripped field, never decoded
 			}
-			if len(got.items) != len(want.Items) || got.rv != want.ResourceVersion || cont != want.Continue {
-				t.Fatalf("leanstore: %d items at %q (continue %q); apimachinery: %d at %q (%q)",
-					len(got.items), got.rv, cont, len(want.Items), want.ResourceVersion, want.Continue)
+			if len(got.items) != len(want.Items) || rv != want.ResourceVersion || cont != want.Continue {
+				t.Fatalf("lean: %d items at %q (continue %q); apimachinery: %d at %q (%q)",
+					len(got.items), rv, cont, len(want.Items), want.ResourceVersion, want.Continue)
 			}
 			for i := range want.Items {
 				w := &want.Items[i]
-				if _, err := strip.apply(w, podsGR); err != nil {
-					t.Fatal(err)
-				}
+				stripDecoded(t, w, strip)
 				if !equality.Semantic.DeepEqual(w, got.items[i]) {
-					t.Fatalf("item %d differs (-apimachinery +leanstore):\n%s", i, cmp.Diff(w, got.items[i]))
+					t.Fatalf("item %d differs (-apimachinery +lean):\n%s", i, cmp.Diff(w, got.items[i]))
 				}
 			}
 		}
@@ -100,14 +99,14 @@ func FuzzDecodeWatchEvent(f *testing.F) {
 		f.Add(frame)
 	}
 	f.Fuzz(func(t *testing.T, frame []byte) {
-		w := &protoWatch{d: &protoDecoder{newObject: func() runtime.Object { return &corev1.Pod{} }, strip: &stripper{}}, gr: podsGR}
+		w := &Watch{d: NewDecoder(newPod, podsGR, Strip{}, testCaller{})}
 		got, err := w.event(frame)
 		if err != nil || got.Object == nil {
 			return
 		}
 		var ev metav1.WatchEvent
 		if err := ev.Unmarshal(frame); err != nil {
-			t.Fatalf("leanstore decoded a %s event from a frame apimachinery cannot read: %v", got.Type, err)
+			t.Fatalf("the lean decoder decoded a %s event from a frame apimachinery cannot read: %v", got.Type, err)
 		}
 		if string(got.Type) != ev.Type {
 			t.Fatalf("type %q, apimachinery %q", got.Type, ev.Type)
@@ -117,11 +116,11 @@ func FuzzDecodeWatchEvent(f *testing.F) {
 		}
 		want, _, err := fuzzCodec.Decode(ev.Object.Raw, nil, &corev1.Pod{})
 		if err != nil {
-			t.Fatalf("leanstore decoded an object apimachinery cannot: %v", err)
+			t.Fatalf("the lean decoder decoded an object apimachinery cannot: %v", err)
 		}
 		want.(*corev1.Pod).TypeMeta = metav1.TypeMeta{} // typed clients clear it too
 		if !equality.Semantic.DeepEqual(want, got.Object) {
-			t.Fatalf("object differs (-apimachinery +leanstore):\n%s", cmp.Diff(want, got.Object))
+			t.Fatalf("object differs (-apimachinery +lean):\n%s", cmp.Diff(want, got.Object))
 		}
 	})
 }

@@ -1,0 +1,91 @@
+package leanstore
+
+import (
+	"fmt"
+	"io"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/cachetune/cachetune/internal/wire"
+)
+
+// errAnsweredJSON is a server answering JSON to a request for protobuf.
+var errAnsweredJSON = wire.ErrAnsweredJSON
+
+// wireCaller is what the lean protobuf decoder (internal/wire) asks of a
+// listWatch: its shard, its handed objects and its stripper.
+type wireCaller struct {
+	// view holds the objects handed to the reflector, where unchanged ones
+	// are found; nil decodes every object.
+	view  *view
+	strip *stripper
+	// shard drops objects of other shards right after the decoder peeks at
+	// them (WithShard); nil keeps every object.
+	shard *shardFilter
+	gr    schema.GroupResource
+}
+
+// newWireDecoder returns a lean protobuf decoder of gr's objects that finds
+// unchanged ones in v, strips with s and keeps f's shard.
+func newWireDecoder(newObject func() runtime.Object, gr schema.GroupResource, v *view, s *stripper, f *shardFilter) *wire.Decoder {
+	strip := wire.Strip{ManagedFields: s.managedFields, Annotations: s.annotations, AnnotationPrefixes: s.annotationPrefixes}
+	return wire.NewDecoder(newObject, gr, strip, &wireCaller{view: v, strip: s, shard: f, gr: gr})
+}
+
+// Skip drops an object of another shard from its namespace and name alone
+// (shard.go), before anything of it is decoded.
+func (c *wireCaller) Skip(namespace, name []byte) bool {
+	return !c.shard.ownsBytes(namespace, name)
+}
+
+// Cached returns the handed object with id's uid and resourceVersion, if any.
+func (c *wireCaller) Cached(id wire.Identity) (runtime.Object, bool) {
+	if c.view == nil || len(id.UID) == 0 || len(id.ResourceVersion) == 0 {
+		return nil, false
+	}
+	old, ok := c.view.getBytes(id.Namespace, id.Name)
+	if !ok {
+		return nil, false
+	}
+	m, ok := old.(interface {
+		GetUID() types.UID
+		GetResourceVersion() string
+	})
+	if !ok || string(m.GetUID()) != string(id.UID) || m.GetResourceVersion() != string(id.ResourceVersion) {
+		return nil, false
+	}
+	return old, true
+}
+
+// Finish runs the rest of the stripping on a decoded object: prunes, the
+// user's transform, interning and sharing.
+func (c *wireCaller) Finish(obj runtime.Object) (runtime.Object, error) {
+	out, err := c.strip.apply(obj, c.gr)
+	if err != nil {
+		return nil, err
+	}
+	o, ok := out.(runtime.Object)
+	if !ok {
+		return nil, fmt.Errorf("%s: transform returned %T, not a runtime.Object", c.gr, out)
+	}
+	return o, nil
+}
+
+// decodeList decodes one protobuf list page with d into a listResult, counting
+// the items of other shards in f and pacing the collector as items arrive.
+func decodeList(d *wire.Decoder, body io.Reader, f *shardFilter, pace *pacer) (res listResult, cont string, err error) {
+	res.rv, cont, err = d.List(body, func(obj runtime.Object, reused bool) {
+		if obj == nil { // another shard's (WithShard)
+			f.skippedListed.Add(1)
+			return
+		}
+		res.items = append(res.items, obj)
+		if reused {
+			res.reused++
+		}
+		pace.tick()
+	})
+	return res, cont, err
+}

@@ -1,0 +1,102 @@
+package leanstore
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/cachetune/cachetune/internal/wire"
+)
+
+var podsGR = schema.GroupResource{Resource: "pods"}
+
+func testPod(name, rv string) *corev1.Pod {
+	return &corev1.Pod{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: "ns", UID: types.UID("uid-" + name), ResourceVersion: rv,
+			Labels:      map[string]string{"app": "shop"},
+			Annotations: map[string]string{LastAppliedAnnotation: `{"big":"json"}`, "keep": "me", "tool.example.com/x": "y"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "a", Operation: metav1.ManagedFieldsOperationApply,
+				FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{}}`)}},
+		},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "img:1"}}},
+	}
+}
+
+func encodePod(t *testing.T, p *corev1.Pod) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme).Encode(p, &buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func newPod() runtime.Object { return &corev1.Pod{} }
+
+// The decoder with leanstore's caller drops from the bytes what the stripper
+// drops from a decoded object, and finishes with the stripper: the object is the
+// one the transform makes.
+func TestWireDecoderStripsLikeTheTransform(t *testing.T) {
+	s := &stripper{managedFields: true, annotations: map[string]bool{LastAppliedAnnotation: true}, annotationPrefixes: []string{"tool.example.com/"}}
+	d := newWireDecoder(newPod, podsGR, nil, s, nil)
+	_, msg, err := wire.Unwrap(encodePod(t, testPod("a", "7")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, reused, err := d.Object(msg)
+	if err != nil || reused {
+		t.Fatalf("object: %v, reused %v", err, reused)
+	}
+	want := testPod("a", "7")
+	want.TypeMeta = metav1.TypeMeta{} // typed clients clear TypeMeta too
+	if _, err := s.apply(want, podsGR); err != nil {
+		t.Fatal(err)
+	}
+	if !equality.Semantic.DeepEqual(want, got) {
+		t.Fatalf("decoded object differs from the transformed one (-want +got):\n%s", cmp.Diff(want, got))
+	}
+}
+
+// The decoder with leanstore's caller returns the handed object (the view's)
+// when its uid and resourceVersion are the ones on the wire.
+func TestWireDecoderReusesUnchangedObjects(t *testing.T) {
+	v := newView()
+	cached := testPod("a", "7")
+	v.replace([]runtime.Object{cached})
+	d := newWireDecoder(newPod, podsGR, v, &stripper{managedFields: true}, nil)
+	for _, tc := range []struct {
+		name      string
+		pod       *corev1.Pod
+		wantReuse bool
+	}{
+		{"same uid and resourceVersion", testPod("a", "7"), true},
+		{"new resourceVersion", testPod("a", "8"), false},
+		{"recreated with a new uid", func() *corev1.Pod { p := testPod("a", "7"); p.UID = "other"; return p }(), false},
+		{"another object", testPod("b", "7"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, msg, err := wire.Unwrap(encodePod(t, tc.pod))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, reused, err := d.Object(msg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if reused != tc.wantReuse || (got == runtime.Object(cached)) != tc.wantReuse {
+				t.Fatalf("reused = %v (same pointer %v), want %v", reused, got == runtime.Object(cached), tc.wantReuse)
+			}
+		})
+	}
+}
