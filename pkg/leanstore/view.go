@@ -30,6 +30,12 @@ type view struct {
 	// movedOut reports whether a handed object the list does not have is
 	// another shard's now (WithShard); nil without sharding. See diff.
 	movedOut func(kruntime.Object) bool
+	// compact keeps a record of each handed object (its key, uid and
+	// resourceVersion) instead of the object, under an encoded store (see
+	// record); lastKnown then gives the object of a record whose DELETED a
+	// re-list sends, from the informer's store, or nil.
+	compact   bool
+	lastKnown func(*record) kruntime.Object
 }
 
 var viewSeed = maphash.MakeSeed()
@@ -64,6 +70,9 @@ func keyHashBytes(ns, name []byte) uint64 {
 
 // identify returns an object's namespace and name.
 func identify(obj kruntime.Object) (ns, name string, ok bool) {
+	if r, isRecord := obj.(*record); isRecord {
+		return r.ns, r.name, true
+	}
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return "", "", false
@@ -118,6 +127,11 @@ func (v *view) putLocked(obj kruntime.Object) {
 	ns, name, ok := identify(obj)
 	if !ok {
 		return
+	}
+	if v.compact {
+		if r := recordOf(obj); r != nil {
+			obj = r
+		}
 	}
 	h := keyHash(ns, name)
 	old, taken := v.byHash[h]
@@ -258,10 +272,35 @@ func (v *view) diff(items []kruntime.Object, rv string) changes {
 // rv does not have: the object itself when it went to another shard, else a
 // copy at rv (see diff).
 func (v *view) goneAt(obj kruntime.Object, rv string) kruntime.Object {
+	if r, ok := obj.(*record); ok {
+		return v.recordGoneAt(r, rv)
+	}
 	if v.movedOut != nil && v.movedOut(obj) {
 		return obj
 	}
 	return deletedAt(obj, rv)
+}
+
+// recordGoneAt is goneAt for a record: the object the informer's store holds
+// for it (decoded, so owned here), else an object of the informer's type with
+// the record's metadata only, when the store does not hold it yet (its ADDED
+// still waits in the informer's queue). client-go's own re-list likewise
+// hands its handlers the store's last object of a deleted key.
+func (v *view) recordGoneAt(r *record, rv string) kruntime.Object {
+	var obj kruntime.Object
+	if v.lastKnown != nil {
+		obj = v.lastKnown(r)
+	}
+	if obj == nil {
+		return r
+	}
+	if v.movedOut != nil && v.movedOut(obj) {
+		return obj
+	}
+	if m, err := meta.Accessor(obj); err == nil {
+		m.SetResourceVersion(rv)
+	}
+	return obj
 }
 
 // compareRV orders objects by resourceVersion; versions that are not integers
