@@ -56,7 +56,8 @@ type EncodedStore struct {
 // WithEncodedStore keeps the objects of the factory's informers (or of
 // EncodedStore.Resources' only) as their stripped encoded bytes, compressed,
 // and decodes them on every read: protobuf for typed and metadata-only
-// informers, JSON for dynamic ones. It is opt-in.
+// informers, JSON for dynamic ones and for Go types without protobuf (a
+// custom resource's, through NewRESTInformer). It is opt-in.
 //
 // What changes for the program: every read (listers, GetStore, GetIndexer,
 // ByIndex) returns a freshly decoded object that the caller owns and may
@@ -73,9 +74,8 @@ type EncodedStore struct {
 // each object's key, uid and resourceVersion under it.
 //
 // It excludes WithSharing and WithMutationGuard (whose values it would only
-// encode): given together they are an invalid option, as is an informer of a
-// Go type without a protobuf encoding. Interning is skipped, for the same
-// reason. Informers that leanstore cannot list itself (a fake clientset, see
+// encode): given together they are an invalid option. Interning is skipped,
+// for the same reason. Informers that leanstore cannot list itself (a fake clientset, see
 // ListPathClientGo) keep client-go's store.
 func WithEncodedStore(cfg EncodedStore) Option {
 	return func(o *options) { c := cfg; o.encoded = &c }
@@ -134,11 +134,14 @@ func encodedInformer(lw cache.ListerWatcher, cfg informerConfig, enc *EncodedSto
 	if _, ok := cfg.example.(*unstructured.Unstructured); ok {
 		codec = encstore.UnstructuredJSON()
 	} else {
-		if _, ok := cfg.example.(interface{ Unmarshal([]byte) error }); !ok {
-			return nil, fmt.Errorf("leanstore: WithEncodedStore: %T has no protobuf encoding", cfg.example)
-		}
 		example := cfg.example
-		codec = encstore.Protobuf(func() runtime.Object { return newLike(example) })
+		newObject := func() runtime.Object { return newLike(example) }
+		codec = encstore.Protobuf(newObject)
+		if _, ok := example.(interface{ Unmarshal([]byte) error }); !ok {
+			// A custom resource's Go type (NewRESTInformer, as
+			// controller-runtime's cache uses it): kept as JSON.
+			codec = encstore.TypedJSON(newObject)
+		}
 	}
 	return informer.NewWithStore(lw, cfg.example, informer.Options{
 		SharedIndexInformerOptions: cache.SharedIndexInformerOptions{
