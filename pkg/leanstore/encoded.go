@@ -129,7 +129,7 @@ func (c Compression) store() encstore.Compression {
 
 // encodedInformer builds the informer of cfg over an encoded store: package
 // informer's SharedIndexInformer, whose store is an encstore.Store.
-func encodedInformer(lw cache.ListerWatcher, cfg informerConfig, enc *EncodedStore) (cache.SharedIndexInformer, error) {
+func encodedInformer(lw *listWatch, cfg informerConfig, enc *EncodedStore) (cache.SharedIndexInformer, error) {
 	var codec encstore.Codec
 	if _, ok := cfg.example.(*unstructured.Unstructured); ok {
 		codec = encstore.UnstructuredJSON()
@@ -154,6 +154,7 @@ func encodedInformer(lw cache.ListerWatcher, cfg informerConfig, enc *EncodedSto
 			Compression:   enc.Compression.store(),
 			HotCacheBytes: enc.HotCacheBytes,
 		}),
+		LastStored: lw.view.lastStored,
 	})
 }
 
@@ -165,4 +166,35 @@ func (i *Informer) encodedStats() (encstore.Stats, bool) {
 		return encstore.Stats{}, false
 	}
 	return s.Stats(), true
+}
+
+// EncodedStatus is what an informer's encoded store holds and how its reads
+// were served (Status.Encoded).
+type EncodedStatus struct {
+	Compression string `json:"compression"`
+	Objects     int    `json:"objects"`
+	// KeptBytes is the size of the kept bytes, compressed; DictBytes the
+	// size of the trained dictionary (0 before training, or when training
+	// failed: DictError says why).
+	KeptBytes int64  `json:"keptBytes"`
+	DictBytes int    `json:"dictBytes"`
+	DictError string `json:"dictError,omitempty"`
+	// HotHits and HotMisses count the hot cache's lookups, HotBytes its
+	// estimated heap; Decodes the objects decoded for reads.
+	HotHits   uint64 `json:"hotHits"`
+	HotMisses uint64 `json:"hotMisses"`
+	HotBytes  int64  `json:"hotBytes"`
+	Decodes   uint64 `json:"decodes"`
+}
+
+func (i *Informer) encodedStatus() *EncodedStatus {
+	st, ok := i.encodedStats()
+	if !ok {
+		return nil
+	}
+	return &EncodedStatus{
+		Compression: st.Compression.String(), Objects: st.Objects, KeptBytes: st.KeptBytes,
+		DictBytes: st.DictBytes, DictError: st.DictError,
+		HotHits: st.HotHits, HotMisses: st.HotMisses, HotBytes: st.HotBytes, Decodes: st.Decodes,
+	}
 }

@@ -175,6 +175,9 @@ func testEncodedStore(t *testing.T, flavour string) {
 	if n, ok := li.EncodedStatsForTest(); !ok || n != 12 {
 		t.Fatalf("encoded store holds %d objects (encoded: %v), want 12", n, ok)
 	}
+	if st := li.Status().Encoded; st == nil || st.Objects != 12 || st.Compression != "s2-dict" || st.KeptBytes == 0 {
+		t.Errorf("Status().Encoded = %+v, want 12 objects kept with s2-dict", st)
+	}
 	sameObjects(t, ref.GetStore(), inf.GetStore())
 
 	// A read is the caller's: changing it does not change the next read,

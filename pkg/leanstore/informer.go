@@ -97,23 +97,16 @@ func newInformer(cfg informerConfig, o *options, state *factoryState, m *metrics
 	tr.reflector = standInReflector(lw, cfg.example, cfg.name)
 	inf := &Informer{SharedIndexInformer: inner, name: cfg.name, resource: cfg.gr(), lw: lw, strip: lw.strip, tracker: tr, table: strip.table, invalid: invalid}
 	if lw.view.compact {
-		lw.view.lastKnown = func(r *record) runtime.Object { return inf.lastKnown(r, cfg.example) }
+		lw.view.placeholder = func(r *record) runtime.Object { return placeholder(r, cfg.example) }
 	}
 	_ = inner.SetWatchErrorHandlerWithContext(inf.reflectorError)
 	return inf
 }
 
-// lastKnown is the object of a DELETED event that a re-list sends for r
-// under an encoded store (see view.recordGoneAt): the store's object when
-// it holds r's, else an object of example's type with r's metadata.
-func (i *Informer) lastKnown(r *record, example runtime.Object) runtime.Object {
-	if obj, ok, err := i.GetIndexer().GetByKey(r.key()); err == nil && ok {
-		if o, isObj := obj.(runtime.Object); isObj {
-			if m, err := meta.Accessor(o); err == nil && string(m.GetUID()) == r.uid {
-				return o
-			}
-		}
-	}
+// placeholder is an object of example's type with r's metadata: the object
+// of a DELETED a re-list sends for r under an encoded store (see
+// view.recordGoneAt).
+func placeholder(r *record, example runtime.Object) runtime.Object {
 	obj := newLike(example)
 	if m, err := meta.Accessor(obj); err == nil {
 		m.SetNamespace(r.ns)
@@ -179,6 +172,7 @@ func (i *Informer) Status() Status {
 	if i.lw != nil {
 		s.Shard = i.lw.shard.status()
 	}
+	s.Encoded = i.encodedStatus()
 	return s
 }
 

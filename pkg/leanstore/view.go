@@ -34,8 +34,12 @@ type view struct {
 	// resourceVersion) instead of the object, under an encoded store (see
 	// record); lastKnown then gives the object of a record whose DELETED a
 	// re-list sends, from the informer's store, or nil.
-	compact   bool
-	lastKnown func(*record) kruntime.Object
+	compact bool
+	// placeholder makes the object of a record's DELETED: an object of the
+	// informer's type with the record's metadata. placeholders are those
+	// handed and not yet resolved by the informer (see recordGoneAt).
+	placeholder  func(*record) kruntime.Object
+	placeholders sync.Map
 }
 
 var viewSeed = maphash.MakeSeed()
@@ -281,26 +285,31 @@ func (v *view) goneAt(obj kruntime.Object, rv string) kruntime.Object {
 	return deletedAt(obj, rv)
 }
 
-// recordGoneAt is goneAt for a record: the object the informer's store holds
-// for it (decoded, so owned here), else an object of the informer's type with
-// the record's metadata only, when the store does not hold it yet (its ADDED
-// still waits in the informer's queue). client-go's own re-list likewise
-// hands its handlers the store's last object of a deleted key.
+// recordGoneAt is goneAt for a record: a placeholder of the informer's type
+// with the record's metadata, at rv unless the object went to another shard.
+// The informer (package informer, Options.LastStored) hands its handlers the
+// object its store holds instead, when it applies the deletion: only then,
+// in the order of its queue, does the store hold the last object the
+// handlers were told, as client-go's re-list hands them the store's last
+// object of a deleted key.
 func (v *view) recordGoneAt(r *record, rv string) kruntime.Object {
-	var obj kruntime.Object
-	if v.lastKnown != nil {
-		obj = v.lastKnown(r)
+	obj := v.placeholder(r)
+	if v.movedOut == nil || !v.movedOut(obj) {
+		if m, err := meta.Accessor(obj); err == nil {
+			m.SetResourceVersion(rv)
+		}
 	}
-	if obj == nil {
-		return r
-	}
-	if v.movedOut != nil && v.movedOut(obj) {
-		return obj
-	}
-	if m, err := meta.Accessor(obj); err == nil {
-		m.SetResourceVersion(rv)
-	}
+	v.placeholders.Store(obj, struct{}{})
 	return obj
+}
+
+// lastStored reports whether obj is a placeholder of recordGoneAt, and
+// forgets it: the informer resolves each once, and a re-list cut short
+// forgets those it did not send. Forgetting them at the next list instead
+// could forget one still waiting in the informer's queue.
+func (v *view) lastStored(obj any) bool {
+	_, ok := v.placeholders.LoadAndDelete(obj)
+	return ok
 }
 
 // compareRV orders objects by resourceVersion; versions that are not integers

@@ -437,8 +437,11 @@ func (w *leanWatch) relist(ctx context.Context) bool {
 	}
 	diff := w.lw.view.diff(res.items, res.rv)
 	for _, evs := range [][]watch.Event{diff.changed, diff.deleted} {
-		for _, ev := range evs {
+		for i, ev := range evs {
 			if !w.send(ctx, ev) {
+				for _, unsent := range evs[i:] {
+					w.lw.view.lastStored(unsent.Object) // placeholders never handed (see recordGoneAt)
+				}
 				w.lw.mu.Lock()
 				w.lw.diffCut = true
 				w.lw.mu.Unlock()
