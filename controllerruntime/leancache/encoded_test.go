@@ -88,18 +88,16 @@ func TestEncodedStore(t *testing.T) {
 				}
 				got.SetLabels(map[string]string{"mutated": "yes"})
 			}
-			inf, err := c.GetInformer(ctx, tc.obj)
-			if err != nil {
-				t.Fatal(err)
-			}
-			li := leancache.Unwrap(inf)
-			if li == nil {
-				t.Fatalf("%T is not a leanstore informer", inf)
-			}
-			if st := li.Status().Encoded; st == nil || st.Objects != 2 {
-				t.Errorf("Status().Encoded = %+v, want an encoded store of 2 objects", st)
-			}
 		})
+	}
+	st := lean.Status()
+	if len(st) != 4 {
+		t.Fatalf("%d informers, want 4 (typed, custom resource, unstructured, metadata-only)", len(st))
+	}
+	for _, s := range st {
+		if s.Encoded == nil || s.Encoded.Objects != 2 {
+			t.Errorf("%s: Status().Encoded = %+v, want an encoded store of 2 objects", s.Informer, s.Encoded)
+		}
 	}
 }
 
