@@ -178,6 +178,12 @@ func testEncodedStore(t *testing.T, flavour string) {
 	if st := li.Status().Encoded; st == nil || st.Objects != 12 || st.Compression != "s2-dict" || st.KeptBytes == 0 {
 		t.Errorf("Status().Encoded = %+v, want 12 objects kept with s2-dict", st)
 	}
+	// Census estimates from the kept bytes, without decoding (Decodes
+	// does not move).
+	decodes := li.Status().Encoded.Decodes
+	if c := li.Census(); c.Objects != 12 || c.BytesPerObject <= 0 || li.Status().Encoded.Decodes != decodes {
+		t.Errorf("Census() = %+v (decodes %d then %d), want 12 objects estimated without a decode", c, decodes, li.Status().Encoded.Decodes)
+	}
 	sameObjects(t, ref.GetStore(), inf.GetStore())
 
 	// A read is the caller's: changing it does not change the next read,
