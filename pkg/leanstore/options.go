@@ -94,6 +94,12 @@ type options struct {
 	err error
 	// shard is WithShard's membership and key (shard.go); nil keeps every object.
 	shard *shardConfig
+	// encoded is WithEncodedStore's configuration (encoded.go); nil keeps
+	// objects decoded.
+	encoded *EncodedStore
+	// guardSet says the mutation guard was asked for with WithMutationGuard,
+	// not only by the environment.
+	guardSet bool
 }
 
 func defaultOptions() options {
@@ -160,7 +166,7 @@ func (o *options) validate() error {
 	if math.IsNaN(o.heapBound) || math.IsInf(o.heapBound, 0) || (o.heapBound != 0 && o.heapBound < 1) {
 		return fmt.Errorf("leanstore: WithHeapBound: bound must be 0 (off) or at least 1, got %v", o.heapBound)
 	}
-	return nil
+	return o.validateEncoded()
 }
 
 // WithNamespace limits the factory's informers to one namespace.
@@ -326,7 +332,7 @@ func WithSharing(on bool) Option {
 // value per check; it is meant for tests and staging, like client-go's. It has
 // no effect without WithSharing: interned strings cannot change in place.
 func WithMutationGuard(on bool) Option {
-	return func(o *options) { o.strip.guard = on }
+	return func(o *options) { o.strip.guard, o.guardSet = on, true }
 }
 
 // WithStreamingLists chooses between streaming lists and paged LISTs.
