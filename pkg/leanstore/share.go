@@ -72,6 +72,16 @@ type pathElem struct {
 // maps and pointers, in place. obj is a pointer to a typed object, an
 // *unstructured.Unstructured or a *metav1.PartialObjectMetadata.
 func (t *shareTable) shareObject(obj interface{}, containers bool) {
+	if !containers {
+		t.internObject(obj) // interning alone: along the type's plan (intern.go)
+		return
+	}
+	t.walkObject(obj, containers)
+}
+
+// walkObject is shareObject by the reflective walk: sharing's, and
+// interning's reference in tests.
+func (t *shareTable) walkObject(obj interface{}, containers bool) {
 	v := reflect.ValueOf(obj)
 	if v.Kind() != reflect.Pointer || v.IsNil() {
 		return
@@ -347,7 +357,7 @@ func (s *sharer) mapValue(v reflect.Value) (uint64, bool) {
 			cv = reflect.New(vt).Elem()
 			cv.Set(val)
 			s.inMeta = top && ks == "metadata"
-			if writable {
+			if writable && !(inMeta && uniqueMetaKeys[ks]) {
 				vh, changed = s.value(cv)
 			} else {
 				vh = s.readOnly(cv)
