@@ -112,7 +112,7 @@ func pacedList(b *testing.B, n int, s stripper) (int, float64) {
 		}
 		kept = append(kept, out)
 		p.tick()
-		if i%paceEvery == paceEvery-1 { // before the heap check of the next tick
+		if i%checkEvery == checkEvery-1 { // before the heap check of the next tick
 			rtmetrics.Read(heap)
 			peak = max(peak, heap[0].Value.Uint64())
 		}

@@ -308,7 +308,7 @@ func TestPacerProjectionForcesFewerCollections(t *testing.T) {
 			kept = append(kept, make([]byte, keep))
 			sink = make([]byte, garbage)
 			sink[0] = 1
-			if i%paceEvery == paceEvery-1 {
+			if i%checkEvery == checkEvery-1 {
 				rtmetrics.Read(heap)
 				peak = max(peak, heap[0].Value.Uint64())
 			}
