@@ -330,3 +330,81 @@ func TestPacerProjectionForcesFewerCollections(t *testing.T) {
 		t.Errorf("with the projection the heap peaked at %.2f times the list's live heap, want within the bound of 1.25 (and the objects between two checks)", projectedPeak)
 	}
 }
+
+func TestCeiling(t *testing.T) {
+	const mb = 1 << 20
+	for _, tc := range []struct {
+		name           string
+		expected, live uint64
+		want           float64
+	}{
+		// A re-list at churn 0.1 of a 40 MB cache: the old versions of the
+		// changed objects are live too; the ceiling stays at 1.25 times
+		// the 40 MB it ends with.
+		{"few changes", 40 * mb, 43 * mb, 50 * mb},
+		{"nothing changed", 40 * mb, 40 * mb, 50 * mb},
+		// Every object changed: two versions live; half the margin over
+		// the live heap of the moment.
+		{"every object changed", 40 * mb, 80 * mb, 90 * mb},
+		// The cache shrank: still bounded by what it was expected to end with.
+		{"objects deleted", 40 * mb, 20 * mb, 50 * mb},
+	} {
+		if got := ceiling(1.25, tc.expected, tc.live); got != tc.want {
+			t.Errorf("%s: ceiling = %.1f MiB, want %.1f MiB", tc.name, got/mb, tc.want/mb)
+		}
+	}
+}
+
+// TestPacerBoundsARelistByTheHeapItEndsWith re-lists a cache of 3,000
+// objects whose tenth changed: the old versions of the changed objects stay
+// live beside the new ones until the end, as the store being replaced holds
+// them, and decoding each object makes garbage. The heap must stay within
+// about the bound of the live heap the re-list ends with, where a pacer that
+// bounds by the live heap of the moment lets the old versions and its margin
+// add up.
+func TestPacerBoundsARelistByTheHeapItEndsWith(t *testing.T) {
+	processOwnsGC(t)
+	const objects, size, garbage = 3000, 16 << 10, 48 << 10
+	relist := func(relisting bool) (forced int, peakOverLive float64) {
+		store := make([][]byte, objects)
+		for i := range store {
+			store[i] = make([]byte, size)
+		}
+		runtime.GC()
+		heap := []rtmetrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		p := newPacer(1.25).relisting(relisting)
+		next := make([][]byte, objects)
+		var sink []byte
+		peak := uint64(0)
+		for i := range objects {
+			if i%10 == 0 { // changed: a new version, the old one still in the store
+				next[i] = make([]byte, size)
+			} else { // unchanged: the cached object, handed back
+				next[i] = store[i]
+			}
+			sink = make([]byte, garbage)
+			sink[0] = 1
+			if i%checkEvery == checkEvery-1 {
+				rtmetrics.Read(heap)
+				peak = max(peak, heap[0].Value.Uint64())
+			}
+			p.tick()
+		}
+		p.finish()
+		keepAlive(store)
+		store = nil // replaced
+		runtime.GC()
+		live := heapLive()
+		keepAlive(next)
+		return p.forced, float64(peak) / float64(live)
+	}
+	forced, peak := relist(true)
+	plainForced, plainPeak := relist(false)
+	t.Logf("re-list: %d forced collections, peak %.2f of the live heap it ended with; bounded by the live heap of the moment: %d, %.2f", forced, peak, plainForced, plainPeak)
+	if peak > 1.3 {
+		t.Errorf("the re-list peaked at %.2f times the live heap it ended with, want at most 1.3 (bound 1.25)", peak)
+	}
+	if forced == 0 {
+		t.Error("the re-list forced no collection")
+	}
+}
