@@ -47,7 +47,7 @@ func (lw *listWatch) listRV(reflectorRV string) string {
 // list lists every object from rv ("" for the latest), by a streaming list or a
 // paged LIST, retrying with backoff until it succeeds or ctx ends.
 func (lw *listWatch) list(ctx context.Context, rv string) (listResult, error) {
-	l := &listing{rv: rv, pace: newPacer(lw.opts.heapBound).reportTo(lw.health.tracker),
+	l := &listing{rv: rv, pace: newPacer(lw.opts.heapBound).relisting(lw.health.synced.Load()).reportTo(lw.health.tracker),
 		failure: failedAttempt{Reason: failure.InitialListFailed, Relist: lw.health.synced.Load()}}
 	for {
 		if err := lw.prepareList(ctx); err != nil {
