@@ -161,6 +161,7 @@ controller-runtime's client deep-copies each unless UnsafeDisableDeepCopy.`, std
 		o.ServerArgs = strings.Fields(v)
 		return nil
 	})
+	fs.StringVar(&o.ServerGOGC, "apiserver-gogc", "", "GOGC of the local server alone, never of the children (default 300, or GOGC from the environment)")
 	fs.StringVar(&o.OutDir, "out-dir", "out", "directory for the report (cachebench.json, cachebench.html) and the children's logs")
 	fs.StringVar(&o.OutDir, "out", "out", "directory for the report")
 	fs.deprecated("out", "--out-dir")
@@ -305,6 +306,11 @@ func (o *runOptions) checkChildEnv() error {
 			return fmt.Errorf("--gogc must be a non-negative integer or off, got %q", o.GOGC)
 		}
 	}
+	if o.ServerGOGC != "" && o.ServerGOGC != "off" {
+		if n, err := strconv.Atoi(o.ServerGOGC); err != nil || n < 0 {
+			return fmt.Errorf("--apiserver-gogc must be a non-negative integer or off, got %q", o.ServerGOGC)
+		}
+	}
 	if o.GOMEMLIMIT != "" && !memLimit.MatchString(o.GOMEMLIMIT) {
 		return fmt.Errorf("--gomemlimit must be a byte count with an optional unit (B, KiB, MiB, GiB, TiB) or off, got %q", o.GOMEMLIMIT)
 	}
@@ -331,6 +337,9 @@ func (o *runOptions) checkTarget(set map[string]bool) error {
 	}
 	if len(o.ServerArgs) > 0 {
 		return errors.New("--apiserver-args applies to the local server, not to a cluster")
+	}
+	if o.ServerGOGC != "" {
+		return errors.New("--apiserver-gogc applies to the local server, not to a cluster")
 	}
 	if o.Spec.Nodes > 0 {
 		return errors.New("--nodes writes Node objects, which a real cluster's scheduler and node controller would act on: the local server only")

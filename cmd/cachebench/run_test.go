@@ -69,6 +69,8 @@ func TestRunFlagErrors(t *testing.T) {
 		{[]string{"run", "--resources", "widgets", "--modes", "client-go/typed/stream"}, "none of the selected modes can cache widgets"},
 		{[]string{"run", "--gogc", "fast"}, "--gogc must be"},
 		{[]string{"run", "--gomemlimit", "1 GB"}, "--gomemlimit must be"},
+		{[]string{"run", "--apiserver-gogc", "-5"}, "--apiserver-gogc must be"},
+		{[]string{"run", "--kubeconfig", "k", "--apiserver-gogc", "100"}, "--apiserver-gogc applies to the local server"},
 		{[]string{"run", "--seed"}, "--seed needs a cluster"},
 		{[]string{"run", "-A"}, "--all-namespaces reads a cluster"},
 		{[]string{"run", "--kubeconfig", "k", "--seed", "-A"}, "--seed seeds one namespace of its own"},

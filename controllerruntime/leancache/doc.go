@@ -22,6 +22,14 @@
 //	})
 //	_ = mgr.AddReadyzCheck("informers", lean.Checker())
 //
+// leanstore.WithEncodedStore among the Leanstore options keeps every
+// informer's objects encoded and compressed (built-in types as protobuf, CRD
+// Go types and unstructured objects as JSON), decoded on each read: every
+// object the cache hands out is then a fresh one, so
+// cache.Options.UnsafeDisableDeepCopy is safe with it and saves the client's
+// second copy. docs/memory.md, "Choosing the encoded store, sharing or the
+// defaults", gives its costs.
+//
 // lean.Status and lean.Census report on every informer; leanstore's
 // Prometheus metrics go to controller-runtime's metrics.Registry (served on
 // the manager's metrics endpoint) while each informer runs.

@@ -34,7 +34,9 @@ type Options struct {
 	// by Name, WithMetrics by Registerer. Give transforms to controller-runtime
 	// (DefaultTransform, ByObject.Transform): it sets each informer's transform
 	// itself, which replaces a leanstore.WithTransform. Prunes (WithPrune,
-	// WithTypedPrune) are leanstore's and stay.
+	// WithTypedPrune) are leanstore's and stay, as does WithEncodedStore,
+	// which keeps the informers' objects encoded (see the package
+	// documentation).
 	Leanstore []leanstore.Option
 
 	// Name prefixes every informer's name in logs, metrics and Status (default

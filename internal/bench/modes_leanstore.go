@@ -38,6 +38,16 @@ func init() {
 		Start: startLeanMetadata(leanstore.WithStripLastApplied())})
 	RegisterBothListPaths(Mode{Name: "leanstore/metadata-lean", Title: "leanstore metadata-only, strip managedFields and last-applied, share equal parts",
 		Start: startLeanMetadata(leanstore.WithStripLastApplied(), leanstore.WithSharing(true))})
+	// The encoded store (WithEncodedStore): objects kept as their stripped
+	// protobuf, compressed with S2 and a trained dictionary, decoded on
+	// every read. Extra: its reads cost a decode, which the reconcile
+	// figures show beside the other modes'.
+	encoded := leanstore.WithEncodedStore(leanstore.EncodedStore{})
+	RegisterBothListPaths(Mode{Name: "leanstore/typed-encoded", Title: "leanstore typed, strip managedFields and last-applied, encoded store",
+		Supports: BuiltinOnly, Start: startLeanTyped(leanstore.WithStripLastApplied(), encoded),
+		Dynamic: startLeanDynamic(leanstore.WithStripLastApplied(), encoded), Extra: true})
+	RegisterBothListPaths(Mode{Name: "leanstore/metadata-encoded", Title: "leanstore metadata-only, strip managedFields and last-applied, encoded store",
+		Start: startLeanMetadata(leanstore.WithStripLastApplied(), encoded), Extra: true})
 }
 
 func streamingOption(env Env) leanstore.Option {

@@ -43,6 +43,8 @@ type Environment struct {
 	GOMEMLIMIT string `json:"gomemlimit,omitempty"`
 	// ServerArgs are the extra flags the local server ran with (--apiserver-args).
 	ServerArgs string `json:"serverArgs,omitempty"`
+	// ServerGOGC is the local server's GOGC when chosen (--apiserver-gogc).
+	ServerGOGC string `json:"serverGOGC,omitempty"`
 }
 
 // Dataset describes the objects of one resource that the modes cached.

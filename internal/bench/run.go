@@ -77,6 +77,11 @@ type RunOptions struct {
 	KeepServer bool
 	// ServerArgs are extra kube-apiserver flags for the local server.
 	ServerArgs []string
+	// ServerGOGC, when not "", is the local server's GOGC. It is set in the
+	// server's environment only: a GOGC in this process's environment would
+	// reach the children too, and a leanstore child that finds GOGC set leaves
+	// the collector to it and runs without its heap bound.
+	ServerGOGC string
 	// ControllerRuntimeChild is a prebuilt child program of the
 	// controller-runtime modes; "" builds it from the checkout.
 	ControllerRuntimeChild string
@@ -347,13 +352,7 @@ func (o *runner) runMode(ctx context.Context, exe string, j Job, cfg *rest.Confi
 	}
 	cmd := exec.Command(exe, "child")
 	cmd.Stderr = logFile
-	var env []string
-	if o.GOGC != "" {
-		env = append(env, "GOGC="+o.GOGC)
-	}
-	if o.GOMEMLIMIT != "" {
-		env = append(env, "GOMEMLIMIT="+o.GOMEMLIMIT)
-	}
+	env := o.childEnv()
 	fmt.Fprintf(stderr, "mode %s: %s (%s", pos, m.Name, m.Title)
 	if len(o.Resources) > 1 {
 		fmt.Fprintf(stderr, ", %s", what)
@@ -397,6 +396,24 @@ func (o *runner) runMode(ctx context.Context, exe string, j Job, cfg *rest.Confi
 	}
 	fmt.Fprintf(stderr, "server saw %s\n", serverPath(res.ListPath.Server))
 	return res, nil
+}
+
+// childEnv is what a child's environment adds to this process's: --gogc and
+// --gomemlimit, never the server's GOGC.
+func (o *RunOptions) childEnv() []string {
+	var env []string
+	if o.GOGC != "" {
+		env = append(env, "GOGC="+o.GOGC)
+	}
+	if o.GOMEMLIMIT != "" {
+		env = append(env, "GOMEMLIMIT="+o.GOMEMLIMIT)
+	}
+	return env
+}
+
+// serverOptions are the local server's.
+func (o *RunOptions) serverOptions(progress io.Writer) apiserver.Options {
+	return apiserver.Options{ExtraArgs: o.ServerArgs, GOGC: o.ServerGOGC, Progress: progress}
 }
 
 // writeEvents is the parent's side of the events phase with writer: the
@@ -480,7 +497,7 @@ func (o *runner) prepare(ctx context.Context, stderr io.Writer) (target, error) 
 		if o.Spec.Namespace == "" {
 			o.Spec.Namespace = cluster.DefaultNamespace
 		}
-		srv, err := apiserver.Start(ctx, apiserver.Options{ExtraArgs: o.ServerArgs, Progress: stderr})
+		srv, err := apiserver.Start(ctx, o.serverOptions(stderr))
 		if err != nil {
 			return t, err
 		}
@@ -623,7 +640,7 @@ func (o *runner) datasets(ctx context.Context, t target, stderr io.Writer) []Dat
 func (o *runner) environment(t target) Environment {
 	env := Environment{
 		Target: t.name, GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU(),
-		GOGC: o.GOGC, GOMEMLIMIT: o.GOMEMLIMIT, ServerArgs: strings.Join(o.ServerArgs, " "),
+		GOGC: o.GOGC, GOMEMLIMIT: o.GOMEMLIMIT, ServerArgs: strings.Join(o.ServerArgs, " "), ServerGOGC: o.ServerGOGC,
 	}
 	if env.GOGC == "" {
 		env.GOGC = os.Getenv("GOGC")

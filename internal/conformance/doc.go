@@ -20,7 +20,9 @@
 //     semantic equality, with a cmp.Diff when it does not; only the TypeMeta
 //     of typed and metadata-only objects is not compared (see normalized).
 //     The writer makes Pods share parts (labels, image, environment,
-//     resources) and diverge again, for WithSharing;
+//     resources) and diverge again, for WithSharing. The encoded flavors
+//     (WithEncodedStore) hold the same objects as bytes and decode them on
+//     every read, so their content check also checks the codec;
 //   - keys: the store holds the truth's keys at the truth's
 //     resourceVersions, and the handlers were told the same;
 //   - old objects: every update's old object equals the last object the

@@ -41,6 +41,10 @@ type Flavor struct {
 	// SlowIndex adds an index function that takes SlowIndexDelay per object,
 	// so that events stay queued in the informer's FIFO.
 	SlowIndex bool
+	// Encoded keeps leanstore's objects in its encoded store
+	// (WithEncodedStore): the informer is client-go's carried over around a
+	// store that decodes on every read.
+	Encoded bool
 }
 
 func (f Flavor) String() string {
@@ -50,6 +54,9 @@ func (f Flavor) String() string {
 	}
 	if f.SlowIndex {
 		s += "/slow-index"
+	}
+	if f.Encoded {
+		s += "/encoded"
 	}
 	return s
 }
@@ -62,7 +69,8 @@ func (f Flavor) Oracle() bool { return f.Library == "client-go" }
 // metadata-only informers, streaming and not (the oracles of leanstore's
 // other two factories: those that list with LIST outlive a server without the
 // initial-events-end bookmark); leanstore's three factories, streaming lists
-// on their default (auto) and off, sharing on and off, slow consumers.
+// on their default (auto) and off, sharing on and off, slow consumers, and
+// each factory's informers over the encoded store.
 func DefaultFlavors() []Flavor {
 	return []Flavor{
 		{Library: "client-go", Kind: "typed", Streaming: "on"},
@@ -81,6 +89,10 @@ func DefaultFlavors() []Flavor {
 		{Library: "leanstore", Kind: "dynamic", Streaming: "off", SlowIndex: true},
 		{Library: "leanstore", Kind: "metadata", Streaming: "auto", SlowIndex: true},
 		{Library: "leanstore", Kind: "metadata", Streaming: "off", Sharing: true},
+		{Library: "leanstore", Kind: "typed", Streaming: "auto", Encoded: true},
+		{Library: "leanstore", Kind: "typed", Streaming: "off", SlowIndex: true, Encoded: true},
+		{Library: "leanstore", Kind: "dynamic", Streaming: "auto", Encoded: true},
+		{Library: "leanstore", Kind: "metadata", Streaming: "off", Encoded: true},
 	}
 }
 
@@ -236,6 +248,9 @@ func leanstoreOptions(f Flavor, selector string) []leanstore.Option {
 	}
 	if f.Sharing {
 		opts = append(opts, leanstore.WithSharing(true))
+	}
+	if f.Encoded {
+		opts = append(opts, leanstore.WithEncodedStore(leanstore.EncodedStore{}))
 	}
 	return opts
 }

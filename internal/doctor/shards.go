@@ -48,7 +48,7 @@ type ShardPlan struct {
 // ShardRows is one shard count of a plan.
 type ShardRows struct {
 	Shards int `json:"shards"`
-	// ByObject is the largest replica's cache with ShardByObject, and
+	// ByObject is the largest replica's cache with shard.ByObject, and
 	// ByObjectPeak its heap peak while ownership moves.
 	ByObject     int64 `json:"byObject"`
 	ByObjectPeak int64 `json:"byObjectPeak"`
@@ -127,7 +127,7 @@ func WriteShardPlan(w io.Writer, p ShardPlan) error {
 	case p.Recommended == 0:
 		fmt.Fprintf(&b, "No shard count up to %d fits the budget of %s per replica: strip more first (see the memory recommendations), or raise --max-shards.\n", last, mib(p.Budget))
 	default:
-		fmt.Fprintf(&b, "Recommended: %d shards by object (leanstore.WithShard(m, leanstore.ShardByObject)) for a budget of %s per replica", p.Recommended, mib(p.Budget))
+		fmt.Fprintf(&b, "Recommended: %d shards by object (leanstore.WithShard(m, shard.ByObject)) for a budget of %s per replica", p.Recommended, mib(p.Budget))
 		if p.RecommendedByNamespace == 0 {
 			fmt.Fprintf(&b, "; by namespace no count up to %d fits: the largest namespace alone peaks at %s.\n", last, mib(int64(float64(p.LargestNamespace)*shardPeak)))
 		} else {

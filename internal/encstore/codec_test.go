@@ -95,3 +95,14 @@ func TestUnstructuredCodecsKeepNumberTypes(t *testing.T) {
 		})
 	}
 }
+
+// TypedJSON keeps a typed object (here a Pod, standing for a custom
+// resource's Go type) as its JSON, and gives it back equal, TypeMeta included.
+func TestTypedJSONRoundTrips(t *testing.T) {
+	c := encstore.TypedJSON(func() kruntime.Object { return &corev1.Pod{} })
+	p := storedPod(3, "")
+	p.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
+	if diff := cmp.Diff(p, roundTrip(t, c, p)); diff != "" {
+		t.Fatalf("Pod (-in +out):\n%s", diff)
+	}
+}

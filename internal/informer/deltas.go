@@ -50,6 +50,12 @@ type syncAware interface {
 	anySyncing() bool
 }
 
+// deletedResolver is a handler that replaces the placeholder object of a
+// deletion with the object the store holds (see Options.LastStored).
+type deletedResolver interface {
+	resolveDeleted(store cache.Store, obj any) any
+}
+
 // Multiplexes updates in the form of a list of Deltas into a Store, and informs
 // a given handler of events OnUpdate, OnAdd, OnDelete
 func processDeltas(
@@ -103,6 +109,9 @@ func processDeltas(
 				handler.OnAdd(obj, isInInitialList)
 			}
 		case cache.Deleted:
+			if r, ok := handler.(deletedResolver); ok {
+				obj = r.resolveDeleted(clientState, obj)
+			}
 			if err := clientState.Delete(obj); err != nil {
 				return err
 			}

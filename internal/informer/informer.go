@@ -52,6 +52,14 @@ type Options struct {
 	// NewStore builds the informer's store; nil builds client-go's own
 	// (cache.NewIndexer).
 	NewStore StoreFactory
+	// LastStored, when set, reports whether the object of a deletion stands
+	// for the object the store holds under its key: a source that no longer
+	// has a deleted object (a re-list that keeps only keys and versions of
+	// what it handed out, see package leanstore) sends a placeholder with the
+	// object's metadata. The informer then gives its handlers the object the
+	// store held, with the placeholder's resourceVersion, as client-go's
+	// re-list gives the store's last object of a deleted key.
+	LastStored func(deleted any) bool
 }
 
 // NewWithStore returns a SharedIndexInformer that behaves as client-go's
@@ -99,6 +107,7 @@ func newSharedIndexInformer(lw cache.ListerWatcher, exampleObject runtime.Object
 		identifier:                      o.Identifier,
 		informerMetricsProvider:         o.InformerMetricsProvider,
 		keyFunc:                         cache.DeletionHandlingMetaNamespaceKeyFunc,
+		lastStored:                      o.LastStored,
 	}, nil
 }
 
@@ -116,6 +125,9 @@ const (
 type sharedIndexInformer struct {
 	indexer    cache.Indexer
 	controller cache.Controller
+
+	// lastStored is Options.LastStored (see resolveDeleted).
+	lastStored func(any) bool
 
 	// synced gets created when creating the sharedIndexInformer.
 	// It gets closed when Run detects that the processor created
@@ -533,4 +545,35 @@ func (s *sharedIndexInformer) RemoveEventHandler(handle cache.ResourceEventHandl
 	s.blockDeltas.Lock()
 	defer s.blockDeltas.Unlock()
 	return s.processor.removeListener(handle)
+}
+
+// resolveDeleted returns the object handlers receive for a deletion of obj:
+// obj itself, unless Options.LastStored says it is a placeholder and the
+// store holds its key; then the stored object, owned here (a copy, unless
+// the store decodes every read), with obj's resourceVersion. It runs before
+// the store deletes the key, in the order of the informer's queue, so the
+// store holds the last object handed to the handlers: a lookup when the
+// deletion was sent could find an older one, or none, while earlier events
+// still waited in the queue.
+func (s *sharedIndexInformer) resolveDeleted(store cache.Store, obj any) any {
+	if s.lastStored == nil || !s.lastStored(obj) {
+		return obj
+	}
+	old, ok, err := store.Get(obj)
+	if err != nil || !ok {
+		return obj
+	}
+	o, isObj := old.(runtime.Object)
+	if !isObj {
+		return obj
+	}
+	if _, decodes := store.(upserter); !decodes {
+		o = o.DeepCopyObject()
+	}
+	if m, err := meta.Accessor(o); err == nil {
+		if d, err := meta.Accessor(obj); err == nil {
+			m.SetResourceVersion(d.GetResourceVersion())
+		}
+	}
+	return o
 }

@@ -6,6 +6,8 @@ import (
 	"unsafe"
 
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/cachetune/cachetune/internal/encstore"
 )
 
 // Census is a count of what one informer's store holds.
@@ -41,7 +43,12 @@ func storeEntry(keyBytes float64) float64 { return keyBytes + storeOverhead }
 
 // Census counts the informer's objects and estimates the heap they hold.
 func (i *Informer) Census() Census {
-	c := censusOf(i.GetIndexer())
+	var c Census
+	if st, ok := i.encodedStats(); ok {
+		c = encodedCensus(st, i.GetIndexer().ListKeys())
+	} else {
+		c = censusOf(i.GetIndexer())
+	}
 	c.Informer, c.Resource = i.name, i.resource.String()
 	if i.lw != nil {
 		c.Shard = i.lw.shard.census()
@@ -285,4 +292,35 @@ func roundAlloc(n uintptr, pointers bool) int64 {
 		}
 	}
 	return int64(sizeClasses[lo])
+}
+
+// encodedEntry is what an encoded store (WithEncodedStore) keeps per object
+// beside its kept bytes and key: the entry (bytes, resourceVersion, index
+// values) and, in the view, the object's record (see record), whose uid and
+// resourceVersion strings are its own. A decode-free estimate: sampling
+// objects as censusOf does would decode them, and size what the store does
+// not hold.
+const encodedEntry = 64 + 64 + 48 + 16 + 24
+
+// encodedCensus estimates an encoded store's heap from its statistics and
+// keys, without decoding anything.
+func encodedCensus(st encstore.Stats, keys []string) Census {
+	c := Census{Objects: st.Objects}
+	if c.Objects == 0 {
+		return c
+	}
+	step := max(1, len(keys)/censusSample)
+	var keyBytes int
+	for k := 0; k < len(keys) && c.Sampled < censusSample; k += step {
+		keyBytes += len(keys[k])
+		c.Sampled++
+	}
+	meanKey := 0.0
+	if c.Sampled > 0 {
+		meanKey = float64(keyBytes) / float64(c.Sampled)
+	}
+	perObject := float64(st.KeptBytes)/float64(c.Objects) + storeEntry(meanKey) + encodedEntry + meanKey
+	c.EstimatedBytes = int64(perObject*float64(c.Objects)) + int64(st.DictBytes) + st.HotBytes
+	c.BytesPerObject = float64(c.EstimatedBytes) / float64(c.Objects)
+	return c
 }

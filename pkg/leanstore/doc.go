@@ -58,6 +58,11 @@
 //     each repeated string; strings are immutable, so this is always safe.
 //   - Sharing (WithSharing, opt-in): equal slices, maps and pointers of an
 //     informer's objects are stored once. See below for what it saves and risks.
+//   - An encoded store (WithEncodedStore, opt-in): each object is kept as its
+//     stripped encoded bytes, compressed, and decoded on every read, which
+//     returns an object the caller owns. Smaller than sharing without its
+//     risk; every read costs a decode (docs/memory.md, "Choosing the encoded
+//     store, sharing or the defaults").
 //
 // # Interning and sharing
 //

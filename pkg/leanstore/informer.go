@@ -8,8 +8,10 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 
@@ -72,15 +74,47 @@ func newInformer(cfg informerConfig, o *options, state *factoryState, m *metrics
 	if cfg.lean {
 		lw.raw = cfg.src.(rawSource)
 	}
-	inner := cache.NewSharedIndexInformerWithOptions(lw, cfg.example, cache.SharedIndexInformerOptions{
-		ResyncPeriod:      cfg.resync,
-		Indexers:          cfg.indexers,
-		ObjectDescription: cfg.name,
-	})
+	invalid := o.err
+	var inner cache.SharedIndexInformer
+	if enc := o.encodedFor(cfg.gr()); enc != nil && invalid == nil {
+		// An encoded store keeps bytes: interning and sharing would only
+		// build values that are encoded and dropped.
+		lw.strip.intern, lw.strip.share, lw.strip.table = false, false, nil
+		strip.table = nil
+		lw.view.compact = true
+		var err error
+		if inner, err = encodedInformer(lw, cfg, enc); err != nil {
+			invalid = err
+		}
+	}
+	if inner == nil {
+		inner = cache.NewSharedIndexInformerWithOptions(lw, cfg.example, cache.SharedIndexInformerOptions{
+			ResyncPeriod:      cfg.resync,
+			Indexers:          cfg.indexers,
+			ObjectDescription: cfg.name,
+		})
+	}
 	tr.reflector = standInReflector(lw, cfg.example, cfg.name)
-	inf := &Informer{SharedIndexInformer: inner, name: cfg.name, resource: cfg.gr(), lw: lw, strip: lw.strip, tracker: tr, table: strip.table, invalid: o.err}
+	inf := &Informer{SharedIndexInformer: inner, name: cfg.name, resource: cfg.gr(), lw: lw, strip: lw.strip, tracker: tr, table: strip.table, invalid: invalid}
+	if lw.view.compact {
+		lw.view.placeholder = func(r *record) runtime.Object { return placeholder(r, cfg.example) }
+	}
 	_ = inner.SetWatchErrorHandlerWithContext(inf.reflectorError)
 	return inf
+}
+
+// placeholder is an object of example's type with r's metadata: the object
+// of a DELETED a re-list sends for r under an encoded store (see
+// view.recordGoneAt).
+func placeholder(r *record, example runtime.Object) runtime.Object {
+	obj := newLike(example)
+	if m, err := meta.Accessor(obj); err == nil {
+		m.SetNamespace(r.ns)
+		m.SetName(r.name)
+		m.SetUID(types.UID(r.uid))
+		m.SetResourceVersion(r.rv)
+	}
+	return obj
 }
 
 // standInReflector is the *cache.Reflector that leanstore gives the informer's
@@ -138,6 +172,7 @@ func (i *Informer) Status() Status {
 	if i.lw != nil {
 		s.Shard = i.lw.shard.status()
 	}
+	s.Encoded = i.encodedStatus()
 	return s
 }
 

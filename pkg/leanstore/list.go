@@ -48,7 +48,7 @@ func (lw *listWatch) listRV(reflectorRV string) string {
 // list lists every object from rv ("" for the latest), by a streaming list or a
 // paged LIST, retrying with backoff until it succeeds or ctx ends.
 func (lw *listWatch) list(ctx context.Context, rv string) (listResult, error) {
-	l := &listing{rv: rv, pace: newPacer(lw.opts.heapBound).reportTo(lw.health.tracker),
+	l := &listing{rv: rv, pace: newPacer(lw.opts.heapBound).relisting(lw.health.synced.Load()).reportTo(lw.health.tracker),
 		failure: failedAttempt{Reason: failure.InitialListFailed, Relist: lw.health.synced.Load()}}
 	for {
 		if err := lw.prepareList(ctx); err != nil {
@@ -251,7 +251,7 @@ func (lw *listWatch) pagedList(ctx context.Context, rv string, pace *pacer) (lis
 	}
 	page := lw.decodedPage
 	if raw := lw.rawSource(); raw != nil {
-		page = lw.rawPage(raw, lw.newDecoder(raw))
+		page = lw.rawPage(raw, lw.newDecoder(ctx, raw))
 	}
 	for {
 		part, cont, err := page(ctx, lw.opts.listOptions(opts), pace)
@@ -287,7 +287,7 @@ func (lw *listWatch) decodedPage(ctx context.Context, opts metav1.ListOptions, p
 		return res, "", fmt.Errorf("list %s: %w", lw.gr(), err)
 	}
 	err = meta.EachListItem(page, func(obj kruntime.Object) error {
-		kept, reused, err := lw.keep(obj, true)
+		kept, reused, err := lw.keep(obj, true, lw.reuses(ctx))
 		if err != nil {
 			return err
 		}
@@ -319,8 +319,26 @@ func (lw *listWatch) rawPage(raw rawSource, d *wire.Decoder) func(context.Contex
 	}
 }
 
-func (lw *listWatch) newDecoder(raw rawSource) *wire.Decoder {
-	return newWireDecoder(raw.newObject, lw.gr(), lw.view, lw.strip, lw.shard)
+func (lw *listWatch) newDecoder(ctx context.Context, raw rawSource) *wire.Decoder {
+	v := lw.view
+	if !lw.reuses(ctx) {
+		v = nil
+	}
+	return newWireDecoder(raw.newObject, lw.gr(), v, lw.strip, lw.shard)
+}
+
+// reuseKey marks the context of a re-list inside the watch (relist).
+type reuseKey struct{}
+
+func withReuse(ctx context.Context) context.Context { return context.WithValue(ctx, reuseKey{}, true) }
+
+// reuses reports whether a list or watch on ctx may return the view's object
+// for an unchanged one. Always, but under an encoded store, whose view keeps
+// records (see record): a record must never reach the reflector, so only a
+// re-list inside the watch, which hands the reflector only what changed,
+// reuses there; any other list decodes every object.
+func (lw *listWatch) reuses(ctx context.Context) bool {
+	return !lw.view.compact || ctx.Value(reuseKey{}) != nil
 }
 
 // initialEventsEndWait bounds how long a streaming list waits for the bookmark
@@ -375,7 +393,7 @@ func (lw *listWatch) streamingList(ctx context.Context, rv string, pace *pacer) 
 			var err error
 			switch ev.Type {
 			case watch.Added:
-				err = lw.addStreamed(&res, ev.Object, d == nil, pace)
+				err = lw.addStreamed(&res, ev.Object, d == nil, lw.reuses(ctx), pace)
 			case eventSkipped: // another shard's, from the lean decoder (WithShard)
 				lw.shard.skippedListed.Add(1)
 			case watch.Modified, watch.Deleted:
@@ -424,11 +442,11 @@ func (lw *listWatch) streamEnded(brk error, events, items int) error {
 
 // addStreamed adds a streamed object to res; decode says it still needs
 // stripping (it does not come from the lean decoder).
-func (lw *listWatch) addStreamed(res *listResult, obj kruntime.Object, decode bool, pace *pacer) error {
+func (lw *listWatch) addStreamed(res *listResult, obj kruntime.Object, decode, reuse bool, pace *pacer) error {
 	reused := false
 	if decode {
 		var err error
-		if obj, reused, err = lw.keep(obj, false); err != nil {
+		if obj, reused, err = lw.keep(obj, false, reuse); err != nil {
 			return err
 		}
 		if obj == nil { // another shard's (WithShard)
@@ -467,7 +485,8 @@ func (lw *listWatch) initialEventsEnd(res *listResult, ev watch.Event, d *wire.D
 // same uid and resourceVersion, otherwise obj stripped. copyOut makes a private
 // copy of obj first when it lives inside a list's item array, so that the array
 // can be freed. It returns nil, and no error, for an object of another shard.
-func (lw *listWatch) keep(obj kruntime.Object, copyOut bool) (kruntime.Object, bool, error) {
+// reuse false never returns the handed object (see reuses).
+func (lw *listWatch) keep(obj kruntime.Object, copyOut, reuse bool) (kruntime.Object, bool, error) {
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return nil, false, fmt.Errorf("%s: %T has no metadata: %w", lw.gr(), obj, err)
@@ -476,7 +495,7 @@ func (lw *listWatch) keep(obj kruntime.Object, copyOut bool) (kruntime.Object, b
 	if !lw.shard.owns(obj) {
 		return nil, false, nil
 	}
-	if old, ok := lw.view.get(m.GetNamespace(), m.GetName()); ok {
+	if old, ok := lw.view.get(m.GetNamespace(), m.GetName()); ok && reuse {
 		if om, err := meta.Accessor(old); err == nil && om.GetUID() == m.GetUID() && om.GetResourceVersion() == m.GetResourceVersion() {
 			return old, true, nil
 		}

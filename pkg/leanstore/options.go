@@ -94,6 +94,12 @@ type options struct {
 	err error
 	// shard is WithShard's membership and key (shard.go); nil keeps every object.
 	shard *shardConfig
+	// encoded is WithEncodedStore's configuration (encoded.go); nil keeps
+	// objects decoded.
+	encoded *EncodedStore
+	// guardSet says the mutation guard was asked for with WithMutationGuard,
+	// not only by the environment.
+	guardSet bool
 }
 
 func defaultOptions() options {
@@ -160,7 +166,7 @@ func (o *options) validate() error {
 	if math.IsNaN(o.heapBound) || math.IsInf(o.heapBound, 0) || (o.heapBound != 0 && o.heapBound < 1) {
 		return fmt.Errorf("leanstore: WithHeapBound: bound must be 0 (off) or at least 1, got %v", o.heapBound)
 	}
-	return nil
+	return o.validateEncoded()
 }
 
 // WithNamespace limits the factory's informers to one namespace.
@@ -274,11 +280,10 @@ func WithTransform(transform cache.TransformFunc) Option {
 // object can reach another object through an interned string. The copies are
 // the informer's own and are freed with the last object holding them.
 //
-// Measured with go test ./bench/ -run '^$' -bench BenchmarkSharing
-// (bench/results/go-bench.txt; 10,000 Pods of the standard dataset, managedFields
-// and last-applied stripped): 20.8 KB a typed Pod becomes 17.4 KB, 2.32 KB a
-// metadata-only Pod 1.68 KB; it costs a walk of each decoded object, about 40
-// microseconds for a typed Pod there. WithInterning(false) saves the walk.
+// It costs one pass over the string fields of each decoded object, along a
+// plan of the type's fields made once per type; WithInterning(false) saves it.
+// docs/memory.md gives what it saves and costs per mode, with the committed
+// results it comes from.
 func WithInterning(on bool) Option {
 	return func(o *options) { o.strip.intern = on }
 }
@@ -286,10 +291,9 @@ func WithInterning(on bool) Option {
 // WithSharing makes the cached objects of each informer share their equal
 // parts as well as their strings: the Pods of one workload repeat their
 // containers, volumes, env, resources, labels and owner references byte for
-// byte, and with sharing the informer's cache holds those once. Measured as for
-// WithInterning: 3.5 KB a typed Pod instead of 17.4 KB with interning alone,
-// 0.58 KB a metadata-only Pod instead of 1.68 KB; about 100 to 150 microseconds
-// per typed Pod decoded there.
+// byte, and with sharing the informer's cache holds those once: a typed Pod of
+// the standard dataset becomes about a fifth of its size with interning alone,
+// for a walk of each decoded object (docs/memory.md, with the committed results).
 //
 // It is safe for listers reading on other goroutines while the informer lists
 // and re-lists, and under client-go's WatchList, which runs a transform twice:
@@ -326,7 +330,7 @@ func WithSharing(on bool) Option {
 // value per check; it is meant for tests and staging, like client-go's. It has
 // no effect without WithSharing: interned strings cannot change in place.
 func WithMutationGuard(on bool) Option {
-	return func(o *options) { o.strip.guard = on }
+	return func(o *options) { o.strip.guard, o.guardSet = on, true }
 }
 
 // WithStreamingLists chooses between streaming lists and paged LISTs.

@@ -25,7 +25,9 @@ import (
 // the process holds little but the list, as when the list streams from a server:
 // the most collections the bound forces. It reports the collections forced in
 // one list and the heap's peak over the list's own live heap (both over what the
-// process held before the list), with the per-list maximum and without it.
+// process held before the list), with the per-list maximum and without it, and
+// with the bound measured against the projected live heap (the default) and
+// against the last collection's.
 func BenchmarkPacedList(b *testing.B) {
 	if off := newPacer(1.25).off; off != "" {
 		b.Skipf("the heap bound is off in this process: %s", off)
@@ -38,12 +40,15 @@ func BenchmarkPacedList(b *testing.B) {
 		{"strip-mf-la", stripper{managedFields: true, annotations: map[string]bool{LastAppliedAnnotation: true}}},
 		{"share", stripper{managedFields: true, annotations: map[string]bool{LastAppliedAnnotation: true}, share: true}},
 	} {
-		for _, capped := range []bool{true, false} {
-			b.Run(fmt.Sprintf("%s/capped=%v/pods=%d", mode.name, capped, n), func(b *testing.B) {
+		for _, v := range []struct{ capped, projected bool }{{true, true}, {true, false}, {false, true}} {
+			capped, projected := v.capped, v.projected
+			b.Run(fmt.Sprintf("%s/capped=%v/projected=%v/pods=%d", mode.name, capped, projected, n), func(b *testing.B) {
 				if !capped {
 					defer func(m int) { maxForcedPerList = m }(maxForcedPerList)
 					maxForcedPerList = 1 << 30
 				}
+				defer func(p bool) { projectLive = p }(projectLive)
+				projectLive = projected
 				var forced, peakRatio float64
 				ops := 0
 				for b.Loop() {
@@ -107,7 +112,7 @@ func pacedList(b *testing.B, n int, s stripper) (int, float64) {
 		}
 		kept = append(kept, out)
 		p.tick()
-		if i%paceEvery == paceEvery-1 { // before the heap check of the next tick
+		if i%checkEvery == checkEvery-1 { // before the heap check of the next tick
 			rtmetrics.Read(heap)
 			peak = max(peak, heap[0].Value.Uint64())
 		}

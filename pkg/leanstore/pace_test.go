@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"runtime"
 	"runtime/debug"
+	rtmetrics "runtime/metrics"
 	"strings"
 	"testing"
 
@@ -218,4 +219,192 @@ func TestPacerHelperProcess(t *testing.T) {
 	p := newPacer(1.25)
 	forced := simulateList(p, 2000, 4<<10, 32<<10)
 	fmt.Printf("pacer: forced=%d off=%s\n", forced, p.off)
+}
+
+func TestGarbageAbove(t *testing.T) {
+	const mb = 1 << 20
+	for _, tc := range []struct {
+		inUse, live uint64
+		bound       float64
+		want        bool
+	}{
+		{130 * mb, 100 * mb, 1.25, true},
+		{120 * mb, 100 * mb, 1.25, false}, // within the bound
+		{4 * mb, 1 * mb, 1.25, true},
+		{2 * mb, 1 * mb, 1.25, false}, // less garbage than minGarbage
+		{100 * mb, 120 * mb, 1.25, false},
+		{101 * mb, 100 * mb, 1, false}, // finish: less than minGarbage
+		{103 * mb, 100 * mb, 1, true},
+	} {
+		if got := garbageAbove(tc.inUse, tc.live, tc.bound, minGarbage); got != tc.want {
+			t.Errorf("garbageAbove(%d MiB in use, %d MiB live, %v) = %v, want %v", tc.inUse/mb, tc.live/mb, tc.bound, got, tc.want)
+		}
+	}
+}
+
+func TestLiveModelProjects(t *testing.T) {
+	var m liveModel
+	m.cycles = 7 // collections before the list
+	// No collection during the list yet: no projection.
+	m.observe(64, 50<<20, 7)
+	if got := m.project(640, 50<<20); got != 50<<20 {
+		t.Errorf("before any collection: projected %d, want the last live heap", got)
+	}
+	// One collection: still none (no rate yet).
+	m.observe(1000, 60<<20, 8)
+	if got := m.project(2000, 60<<20); got != 60<<20 {
+		t.Errorf("after one collection: projected %d, want the last live heap", got)
+	}
+	// A second: 20 MiB more for 2,000 objects, 10,485.76 bytes each.
+	m.observe(3000, 80<<20, 9)
+	per := float64(20<<20) / 2000
+	if m.perObject != per {
+		t.Errorf("bytes per object = %v, want %v", m.perObject, per)
+	}
+	if got, want := m.project(4000, 80<<20), uint64(80<<20+1000*per); got != want {
+		t.Errorf("projected %d after 1,000 more objects, want %d", got, want)
+	}
+	if got := m.project(3000, 80<<20); got != 80<<20 {
+		t.Errorf("projected %d at the collection itself, want its live heap", got)
+	}
+	// The same cycle count again: nothing new.
+	m.observe(3500, 99<<20, 9)
+	if m.lastN != 3000 || m.perObject != per {
+		t.Errorf("an unchanged cycle count moved the model: last at %d, %v bytes per object", m.lastN, m.perObject)
+	}
+	// Several cycles at once (the runtime's own collections in between)
+	// count as one observation; the rate is from the first collection on.
+	m.observe(5000, 100<<20, 12)
+	if want := float64(40<<20) / 4000; m.perObject != want {
+		t.Errorf("bytes per object = %v, want %v", m.perObject, want)
+	}
+	// The live heap shrank below the first collection's (other work freed
+	// more than the list kept): no growth projected.
+	m.observe(6000, 40<<20, 13)
+	if m.perObject != 0 || m.project(7000, 40<<20) != 40<<20 {
+		t.Errorf("after the live heap shrank: %v bytes per object, projected %d; want 0 and the live heap", m.perObject, m.project(7000, 40<<20))
+	}
+}
+
+// TestPacerProjectionForcesFewerCollections: a list that keeps half of what
+// it allocates forces fewer collections when the bound is measured against
+// the projected live heap than against the last collection's, and the heap
+// stays within the bound of the list's live heap at the end.
+func TestPacerProjectionForcesFewerCollections(t *testing.T) {
+	processOwnsGC(t)
+	defer func(p bool) { projectLive = p }(projectLive)
+	run := func(project bool) (forced int, peakOverLive float64) {
+		projectLive = project
+		runtime.GC()
+		heap := []rtmetrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		rtmetrics.Read(heap)
+		base := heapLive()
+		p := newPacer(1.25)
+		const objects, keep, garbage = 6000, 16 << 10, 16 << 10
+		kept := make([][]byte, 0, objects)
+		var sink []byte
+		peak := uint64(0)
+		for i := range objects {
+			kept = append(kept, make([]byte, keep))
+			sink = make([]byte, garbage)
+			sink[0] = 1
+			if i%checkEvery == checkEvery-1 {
+				rtmetrics.Read(heap)
+				peak = max(peak, heap[0].Value.Uint64())
+			}
+			p.tick()
+		}
+		p.finish()
+		runtime.GC()
+		live := heapLive()
+		keepAlive(kept)
+		return p.forced, float64(peak-base) / float64(live-base)
+	}
+	projected, projectedPeak := run(true)
+	last, lastPeak := run(false)
+	t.Logf("forced collections: %d projected (peak %.2f of the live heap), %d against the last collection (peak %.2f)", projected, projectedPeak, last, lastPeak)
+	if projected == 0 || 3*projected > 2*last {
+		t.Errorf("forced %d collections with the projection, %d without: want at most two thirds, and some", projected, last)
+	}
+	if projectedPeak > 1.35 {
+		t.Errorf("with the projection the heap peaked at %.2f times the list's live heap, want within the bound of 1.25 (and the objects between two checks)", projectedPeak)
+	}
+}
+
+func TestCeiling(t *testing.T) {
+	const mb = 1 << 20
+	for _, tc := range []struct {
+		name           string
+		expected, live uint64
+		want           float64
+	}{
+		// A re-list at churn 0.1 of a 40 MB cache: the old versions of the
+		// changed objects are live too; the ceiling stays at 1.25 times
+		// the 40 MB it ends with.
+		{"few changes", 40 * mb, 43 * mb, 50 * mb},
+		{"nothing changed", 40 * mb, 40 * mb, 50 * mb},
+		// Every object changed: two versions live; half the margin over
+		// the live heap of the moment.
+		{"every object changed", 40 * mb, 80 * mb, 90 * mb},
+		// The cache shrank: still bounded by what it was expected to end with.
+		{"objects deleted", 40 * mb, 20 * mb, 50 * mb},
+	} {
+		if got := ceiling(1.25, tc.expected, tc.live); got != tc.want {
+			t.Errorf("%s: ceiling = %.1f MiB, want %.1f MiB", tc.name, got/mb, tc.want/mb)
+		}
+	}
+}
+
+// TestPacerBoundsARelistByTheHeapItEndsWith re-lists a cache of 3,000
+// objects whose tenth changed: the old versions of the changed objects stay
+// live beside the new ones until the end, as the store being replaced holds
+// them, and decoding each object makes garbage. The heap must stay within
+// about the bound of the live heap the re-list ends with, where a pacer that
+// bounds by the live heap of the moment lets the old versions and its margin
+// add up.
+func TestPacerBoundsARelistByTheHeapItEndsWith(t *testing.T) {
+	processOwnsGC(t)
+	const objects, size, garbage = 3000, 16 << 10, 48 << 10
+	relist := func(relisting bool) (forced int, peakOverLive float64) {
+		store := make([][]byte, objects)
+		for i := range store {
+			store[i] = make([]byte, size)
+		}
+		runtime.GC()
+		heap := []rtmetrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		p := newPacer(1.25).relisting(relisting)
+		next := make([][]byte, objects)
+		var sink []byte
+		peak := uint64(0)
+		for i := range objects {
+			if i%10 == 0 { // changed: a new version, the old one still in the store
+				next[i] = make([]byte, size)
+			} else { // unchanged: the cached object, handed back
+				next[i] = store[i]
+			}
+			sink = make([]byte, garbage)
+			sink[0] = 1
+			if i%checkEvery == checkEvery-1 {
+				rtmetrics.Read(heap)
+				peak = max(peak, heap[0].Value.Uint64())
+			}
+			p.tick()
+		}
+		p.finish()
+		keepAlive(store)
+		store = nil // replaced
+		runtime.GC()
+		live := heapLive()
+		keepAlive(next)
+		return p.forced, float64(peak) / float64(live)
+	}
+	forced, peak := relist(true)
+	plainForced, plainPeak := relist(false)
+	t.Logf("re-list: %d forced collections, peak %.2f of the live heap it ended with; bounded by the live heap of the moment: %d, %.2f", forced, peak, plainForced, plainPeak)
+	if peak > 1.3 {
+		t.Errorf("the re-list peaked at %.2f times the live heap it ended with, want at most 1.3 (bound 1.25)", peak)
+	}
+	if forced == 0 {
+		t.Error("the re-list forced no collection")
+	}
 }

@@ -72,6 +72,16 @@ type pathElem struct {
 // maps and pointers, in place. obj is a pointer to a typed object, an
 // *unstructured.Unstructured or a *metav1.PartialObjectMetadata.
 func (t *shareTable) shareObject(obj interface{}, containers bool) {
+	if !containers {
+		t.internObject(obj) // interning alone: along the type's plan (intern.go)
+		return
+	}
+	t.walkObject(obj, containers)
+}
+
+// walkObject is shareObject by the reflective walk: sharing's, and
+// interning's reference in tests.
+func (t *shareTable) walkObject(obj interface{}, containers bool) {
 	v := reflect.ValueOf(obj)
 	if v.Kind() != reflect.Pointer || v.IsNil() {
 		return
@@ -295,10 +305,24 @@ func (s *sharer) slice(v reflect.Value) (uint64, bool) {
 
 type mapWrite struct{ k, v reflect.Value }
 
+// entryWrite is an entry of a map to store again once the walk is done: its
+// key's canonical copy, and its value, a string (str) or any other value (v).
+type entryWrite struct {
+	k, sv string
+	str   bool
+	v     reflect.Value
+}
+
 // mapValue walks a map. Its hash does not depend on iteration order. Keys and
 // values are interned by replacing the entry (Go stores the given key when
 // assigning to an existing one), after the walk and only when the map is the
 // object's own and not replaced by a canonical one.
+//
+// Each entry is read into one key and one value variable per map
+// (SetIterKey, SetIterValue) rather than copied out by the iterator, and an
+// entry to store again keeps its strings as strings: the walk used to
+// allocate a copy of every key and value of every map, which was most of the
+// garbage sharing made.
 func (s *sharer) mapValue(v reflect.Value) (uint64, bool) {
 	if v.IsNil() {
 		return 23, false
@@ -316,10 +340,25 @@ func (s *sharer) mapValue(v reflect.Value) (uint64, bool) {
 	kt, vt := v.Type().Key(), v.Type().Elem()
 	writable := s.write && v.CanSet() && kt.Kind() == reflect.String
 	h := mix(uint64(n), 43)
-	var writes []mapWrite
+	var writes []entryWrite
+	// Variables for the entries; a map read through an unexported field
+	// cannot be copied from (and is walked read-only), so its entries are
+	// copied out.
+	var kv, vv reflect.Value
+	held := v.CanInterface()
+	if held {
+		kv, vv = reflect.New(kt).Elem(), reflect.New(vt).Elem()
+	}
 	iter := v.MapRange()
 	for iter.Next() {
-		k, val := iter.Key(), iter.Value()
+		var k, val reflect.Value
+		if held {
+			kv.SetIterKey(iter)
+			vv.SetIterValue(iter)
+			k, val = kv, vv
+		} else {
+			k, val = iter.Key(), iter.Value()
+		}
 		if kt.Kind() != reflect.String {
 			h += mix(s.readOnly(k), s.readOnly(val))
 			continue
@@ -334,42 +373,67 @@ func (s *sharer) mapValue(v reflect.Value) (uint64, bool) {
 			s.path = append(s.path, pathElem{field: ks, key: true})
 		}
 		var vh uint64
-		var cv reflect.Value
+		w := entryWrite{k: kc}
 		changed := false
 		switch {
 		case vt.Kind() == reflect.String:
-			vh, cv, changed = s.mapString(val, vt, writable && !(inMeta && uniqueMetaKeys[ks]))
+			w.str = true
+			vh, w.sv, changed = s.mapString(val, writable && !(inMeta && uniqueMetaKeys[ks]))
 		case !val.CanInterface():
 			vh = s.readOnly(val)
 		default:
 			// A copy, so that a struct value is addressable and a reference
-			// (map, slice, pointer, interface) can be replaced.
-			cv = reflect.New(vt).Elem()
-			cv.Set(val)
+			// (map, slice, pointer, interface) can be replaced: the value
+			// variable, or a new one for a map whose entries are copied out.
+			cv := val
+			if !held {
+				cv = reflect.New(vt).Elem()
+				cv.Set(val)
+			}
 			s.inMeta = top && ks == "metadata"
-			if writable {
+			if writable && !(inMeta && uniqueMetaKeys[ks]) {
 				vh, changed = s.value(cv)
 			} else {
 				vh = s.readOnly(cv)
 			}
 			s.inMeta = false
+			w.v = cv
 		}
 		if s.track {
 			s.path = s.path[:len(s.path)-1]
 		}
 		if unsafe.StringData(kc) != unsafe.StringData(ks) || changed {
-			if !changed {
-				cv = val
+			if !w.str && held {
+				// The value variable is reused by the next entry.
+				c := reflect.New(vt).Elem()
+				c.Set(val)
+				w.v = c
 			}
-			writes = append(writes, mapWrite{k: reflect.ValueOf(kc).Convert(kt), v: cv})
+			if writes == nil {
+				writes = make([]entryWrite, 0, n)
+			}
+			writes = append(writes, w)
 		}
 		h += mix(kh, vh) // commutative: iteration order does not matter
 	}
 	if !top && s.adopt(v, h, -1) {
 		return h, true // the map's own entries are left as they were: it is dropped
 	}
-	for _, w := range writes {
-		v.SetMapIndex(w.k, w.v)
+	if len(writes) > 0 {
+		key := reflect.New(kt).Elem()
+		var str reflect.Value
+		for _, w := range writes {
+			key.SetString(w.k)
+			if w.str {
+				if !str.IsValid() {
+					str = reflect.New(vt).Elem()
+				}
+				str.SetString(w.sv)
+				v.SetMapIndex(key, str)
+			} else {
+				v.SetMapIndex(key, w.v)
+			}
+		}
 	}
 	if !top {
 		s.offer(v, h, -1)
@@ -377,19 +441,16 @@ func (s *sharer) mapValue(v reflect.Value) (uint64, bool) {
 	return h, false
 }
 
-// mapString hashes a string map value and returns its canonical copy when
-// that is another allocation.
-func (s *sharer) mapString(val reflect.Value, vt reflect.Type, intern bool) (uint64, reflect.Value, bool) {
+// mapString hashes a string map value and returns the string to store: its
+// canonical copy, or itself. changed says it is another allocation.
+func (s *sharer) mapString(val reflect.Value, intern bool) (uint64, string, bool) {
 	vs := val.String()
 	vh := maphash.String(shareSeed, vs)
 	if !intern || vs == "" || len(vs) > maxInternLen {
-		return vh, reflect.Value{}, false
+		return vh, vs, false
 	}
 	c := s.t.internLocked(vs, vh)
-	if unsafe.StringData(c) == unsafe.StringData(vs) {
-		return vh, reflect.Value{}, false
-	}
-	return vh, reflect.ValueOf(c).Convert(vt), true
+	return vh, c, unsafe.StringData(c) != unsafe.StringData(vs)
 }
 
 func (s *sharer) iface(v reflect.Value) (uint64, bool) {

@@ -1,6 +1,8 @@
 package leanstore
 
 import (
+	"encoding/json"
+	"reflect"
 	"runtime"
 	"sync"
 	"testing"
@@ -136,5 +138,87 @@ func TestSharedValuesAreFreed(t *testing.T) {
 	runtime.GC()
 	if after := countLive(); held == 0 || after >= held {
 		t.Errorf("live shared values: %d while objects were held, %d after they were dropped; want some, then fewer", held, after)
+	}
+}
+
+// TestEqualValuesAgreesWithDeepEqual: the comparison sharing uses to adopt a
+// canonical part agrees with reflect.DeepEqual on the parts of Pods, equal and
+// different, shared and not.
+func TestEqualValuesAgreesWithDeepEqual(t *testing.T) {
+	spec := dataset.Spec{Name: "standard", Namespace: "ns"}
+	distinct := dataset.Spec{Name: "d", Namespace: "ns", PodShape: dataset.PodsDistinct}
+	var pods []*corev1.Pod
+	for i := range 12 {
+		pods = append(pods, dataset.NewPod(spec, i, shareNow), dataset.NewPod(distinct, i, shareNow))
+	}
+	table := newShareTable(false)
+	for _, p := range pods[:8] {
+		table.shareObject(p, true) // some parts now shared, at one address
+	}
+	full := &corev1.Pod{}
+	fill(reflect.ValueOf(full).Elem(), "", 5)
+	pods = append(pods, full, full.DeepCopy())
+	pods[len(pods)-1].Spec.Containers[1].Env[0].Value = "changed"
+	pods[len(pods)-1].Labels["k.ObjectMeta.Labels-0"] = "changed"
+	n := 0
+	for _, a := range pods {
+		for _, b := range pods {
+			for _, part := range []func(*corev1.Pod) any{
+				func(p *corev1.Pod) any { return p },
+				func(p *corev1.Pod) any { return p.Spec.Containers },
+				func(p *corev1.Pod) any { return p.Labels },
+				func(p *corev1.Pod) any { return p.Spec.Volumes },
+				func(p *corev1.Pod) any { return p.Status.ContainerStatuses },
+				func(p *corev1.Pod) any { return p.Spec.Containers[0].Resources },
+			} {
+				x, y := part(a), part(b)
+				want := reflect.DeepEqual(x, y)
+				if got := equalValues(reflect.ValueOf(x), reflect.ValueOf(y)); got != want {
+					t.Fatalf("equalValues(%T) = %v, DeepEqual %v", x, got, want)
+				}
+				if want {
+					n++
+				}
+			}
+		}
+	}
+	if n <= len(pods)*6 {
+		t.Errorf("only %d equal pairs beyond each part with itself: the test compares too few equal parts", n-len(pods)*6)
+	}
+}
+
+// BenchmarkShareWalk shares Pods of the standard dataset, decoded from JSON
+// with managedFields and last-applied stripped, into one table: the walk of
+// WithSharing, per Pod.
+func BenchmarkShareWalk(b *testing.B) {
+	spec := dataset.Spec{Name: "standard", Namespace: "ns"}
+	var bodies [][]byte
+	for i := range 64 {
+		p := dataset.NewPod(spec, i, shareNow)
+		p.ManagedFields = nil
+		delete(p.Annotations, LastAppliedAnnotation)
+		data, err := json.Marshal(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		bodies = append(bodies, data)
+	}
+	table := newShareTable(false)
+	const batch = 256
+	pods := make([]*corev1.Pod, batch)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if i%batch == 0 {
+			b.StopTimer()
+			for j := range pods {
+				pods[j] = &corev1.Pod{}
+				if err := json.Unmarshal(bodies[(i+j)%len(bodies)], pods[j]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StartTimer()
+		}
+		table.shareObject(pods[i%batch], true)
 	}
 }

@@ -95,6 +95,9 @@ type Status struct {
 	// Shard is the informer's shard, ring and rebalances (WithShard); nil
 	// without sharding.
 	Shard *ShardStatus `json:"shard,omitempty"`
+	// Encoded is the informer's encoded store (WithEncodedStore); nil when
+	// it keeps decoded objects.
+	Encoded *EncodedStatus `json:"encoded,omitempty"`
 }
 
 // Degraded reports whether the informer has failed at least n times in a row.

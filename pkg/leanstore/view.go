@@ -30,6 +30,16 @@ type view struct {
 	// movedOut reports whether a handed object the list does not have is
 	// another shard's now (WithShard); nil without sharding. See diff.
 	movedOut func(kruntime.Object) bool
+	// compact keeps a record of each handed object (its key, uid and
+	// resourceVersion) instead of the object, under an encoded store (see
+	// record); lastKnown then gives the object of a record whose DELETED a
+	// re-list sends, from the informer's store, or nil.
+	compact bool
+	// placeholder makes the object of a record's DELETED: an object of the
+	// informer's type with the record's metadata. placeholders are those
+	// handed and not yet resolved by the informer (see recordGoneAt).
+	placeholder  func(*record) kruntime.Object
+	placeholders sync.Map
 }
 
 var viewSeed = maphash.MakeSeed()
@@ -64,6 +74,9 @@ func keyHashBytes(ns, name []byte) uint64 {
 
 // identify returns an object's namespace and name.
 func identify(obj kruntime.Object) (ns, name string, ok bool) {
+	if r, isRecord := obj.(*record); isRecord {
+		return r.ns, r.name, true
+	}
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return "", "", false
@@ -118,6 +131,11 @@ func (v *view) putLocked(obj kruntime.Object) {
 	ns, name, ok := identify(obj)
 	if !ok {
 		return
+	}
+	if v.compact {
+		if r := recordOf(obj); r != nil {
+			obj = r
+		}
 	}
 	h := keyHash(ns, name)
 	old, taken := v.byHash[h]
@@ -258,10 +276,40 @@ func (v *view) diff(items []kruntime.Object, rv string) changes {
 // rv does not have: the object itself when it went to another shard, else a
 // copy at rv (see diff).
 func (v *view) goneAt(obj kruntime.Object, rv string) kruntime.Object {
+	if r, ok := obj.(*record); ok {
+		return v.recordGoneAt(r, rv)
+	}
 	if v.movedOut != nil && v.movedOut(obj) {
 		return obj
 	}
 	return deletedAt(obj, rv)
+}
+
+// recordGoneAt is goneAt for a record: a placeholder of the informer's type
+// with the record's metadata, at rv unless the object went to another shard.
+// The informer (package informer, Options.LastStored) hands its handlers the
+// object its store holds instead, when it applies the deletion: only then,
+// in the order of its queue, does the store hold the last object the
+// handlers were told, as client-go's re-list hands them the store's last
+// object of a deleted key.
+func (v *view) recordGoneAt(r *record, rv string) kruntime.Object {
+	obj := v.placeholder(r)
+	if v.movedOut == nil || !v.movedOut(obj) {
+		if m, err := meta.Accessor(obj); err == nil {
+			m.SetResourceVersion(rv)
+		}
+	}
+	v.placeholders.Store(obj, struct{}{})
+	return obj
+}
+
+// lastStored reports whether obj is a placeholder of recordGoneAt, and
+// forgets it: the informer resolves each once, and a re-list cut short
+// forgets those it did not send. Forgetting them at the next list instead
+// could forget one still waiting in the informer's queue.
+func (v *view) lastStored(obj any) bool {
+	_, ok := v.placeholders.LoadAndDelete(obj)
+	return ok
 }
 
 // compareRV orders objects by resourceVersion; versions that are not integers

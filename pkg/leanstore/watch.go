@@ -76,7 +76,7 @@ func (lw *listWatch) openWatch(ctx context.Context, opts metav1.ListOptions, onB
 		cancel()
 		return nil, nil, err
 	}
-	d = lw.newDecoder(raw)
+	d = lw.newDecoder(ctx, raw)
 	return wire.NewWatch(body, cancel, d, skippedEvent, onBroken), d, nil
 }
 
@@ -331,6 +331,11 @@ func (w *leanWatch) watchError(ctx context.Context, ev watch.Event) bool {
 // send hands ev to the reflector and records it in the view; false means the
 // watch was stopped.
 func (w *leanWatch) send(ctx context.Context, ev watch.Event) bool {
+	if _, ok := ev.Object.(*record); ok {
+		// An object the view has (an encoded store's, see record) with
+		// the same uid and resourceVersion: the reflector has it already.
+		return true
+	}
 	select {
 	case w.out <- ev:
 		w.lw.view.handed(ev)
@@ -427,14 +432,17 @@ func (w *leanWatch) resume(ctx context.Context) bool {
 // deletion it was never told about.
 func (w *leanWatch) relist(ctx context.Context) bool {
 	w.inner.Stop()
-	res, err := w.lw.list(ctx, "")
+	res, err := w.lw.list(withReuse(ctx), "")
 	if err != nil {
 		return false // ctx ended: list retries every other failure
 	}
 	diff := w.lw.view.diff(res.items, res.rv)
 	for _, evs := range [][]watch.Event{diff.changed, diff.deleted} {
-		for _, ev := range evs {
+		for i, ev := range evs {
 			if !w.send(ctx, ev) {
+				for _, unsent := range evs[i:] {
+					w.lw.view.lastStored(unsent.Object) // placeholders never handed (see recordGoneAt)
+				}
 				w.lw.mu.Lock()
 				w.lw.diffCut = true
 				w.lw.mu.Unlock()
@@ -472,7 +480,9 @@ func (w *leanWatch) relist(ctx context.Context) bool {
 func (lw *listWatch) bookmark(rv string, items []runtime.Object) (runtime.Object, bool) {
 	like := lw.example
 	if len(items) > 0 {
-		like = items[0]
+		if _, isRecord := items[0].(*record); !isRecord {
+			like = items[0]
+		}
 	}
 	if like == nil || reflect.TypeOf(like).Kind() != reflect.Pointer {
 		return nil, false

@@ -236,7 +236,7 @@ figure { margin: 0 0 1.5em 0; }
 <body>
 <h1>cachebench</h1>
 <p class="meta">{{.R.Environment.Target}}{{with .R.Environment.ServerVersion}} (server {{.}}){{end}};
-{{.R.Environment.GoVersion}}{{with .R.Environment.ClientGo}}, client-go {{.}}{{end}}, {{.R.Environment.OS}}/{{.R.Environment.Arch}}, {{.R.Environment.CPUs}} CPUs{{with .R.Environment.GOGC}}, GOGC={{.}}{{end}}{{with .R.Environment.GOMEMLIMIT}}, GOMEMLIMIT={{.}}{{end}}{{with .R.Environment.ServerArgs}}, server flags {{.}}{{end}};
+{{.R.Environment.GoVersion}}{{with .R.Environment.ClientGo}}, client-go {{.}}{{end}}, {{.R.Environment.OS}}/{{.R.Environment.Arch}}, {{.R.Environment.CPUs}} CPUs{{with .R.Environment.GOGC}}, GOGC={{.}}{{end}}{{with .R.Environment.GOMEMLIMIT}}, GOMEMLIMIT={{.}}{{end}}{{with .R.Environment.ServerArgs}}, server flags {{.}}{{end}}{{with .R.Environment.ServerGOGC}}, server GOGC={{.}}{{end}};
 started {{.Started}}, took {{.Duration}}; {{.R.Plan.Relists}} forced re-lists per mode (410 Gone on the watch){{with .Churn}}, {{.}}{{end}}; settle {{.R.Plan.Settle.D}}, idle window {{.R.Plan.Idle.D}}.</p>
 
 <h2>Summary</h2>
