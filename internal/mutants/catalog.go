@@ -23,6 +23,8 @@ var (
 			"CACHETUNE_CONFORMANCE_FAULTS=watch-410,watch-cut,truncated-at-an-item",
 		},
 		Timeout: 15 * time.Minute,
+		// The test reports each broken check on a line of its own.
+		Reason: `(?m)conformance_test\.go:\d+: ((?:step \d+ |the initial sync|at the end)\S.*)$`,
 	}
 	// shardUnion is the harness's sharding program: replica processes split
 	// the Pods while the writer writes, one is killed and one joins, and the

@@ -48,6 +48,11 @@ type Command struct {
 	// Timeout bounds the run (go test -timeout): a mutant that makes the
 	// tests hang is caught by it.
 	Timeout time.Duration
+	// Reason is a regular expression whose first group, in a failing run's
+	// output, is the first failed check, for the table (the test's own log
+	// lines cannot be told from its errors in go test's output); "" shows
+	// the failing tests only.
+	Reason string
 }
 
 // Args are go's arguments for the command, with overlay ("" for none).

@@ -258,3 +258,19 @@ func moduleRoot(t *testing.T) string {
 	}
 	return filepath.Dir(strings.TrimSpace(string(b)))
 }
+
+func TestClassifyRunAddsTheFirstFailedCheck(t *testing.T) {
+	out := "--- FAIL: TestConformance (30s)\n    --- FAIL: TestConformance/seed-3 (30s)\n" +
+		"        phase.go:186: seed 3 step 1 (watch-410): 27 objects\n" +
+		"        conformance_test.go:102: seed 3: FAILED (9)\n" +
+		"        conformance_test.go:109: step 3 (truncated-at-an-item): leanstore/typed/stream-off: 1 missing\n" +
+		"        conformance_test.go:109: step 4 (watch-cut): leanstore/typed/stream-off: 1 missing\nFAIL\n"
+	got := ClassifyRun(harness, false, out)
+	want := Outcome{Verdict: Caught, By: "TestConformance/seed-3: step 3 (truncated-at-an-item): leanstore/typed/stream-off: 1 missing"}
+	if got != want {
+		t.Errorf("%+v, want %+v", got, want)
+	}
+	if got := ClassifyRun(harness, true, out); got.Verdict != Missed || got.By != "" {
+		t.Errorf("a passing run: %+v, want missed", got)
+	}
+}

@@ -35,6 +35,30 @@ var (
 	panicLine    = regexp.MustCompile(`(?m)^panic: (.*)$`)
 )
 
+// ClassifyRun is Classify, with the first failed check that the command's
+// Reason finds in a caught run's output added to By.
+func ClassifyRun(c Command, passed bool, output string) Outcome {
+	o := Classify(passed, output)
+	if o.Verdict != Caught || c.Reason == "" {
+		return o
+	}
+	re, err := regexp.Compile(c.Reason)
+	if err != nil {
+		return o
+	}
+	if m := re.FindStringSubmatch(output); len(m) > 1 {
+		why := strings.TrimSpace(m[1])
+		if len(why) > maxReason {
+			why = why[:maxReason] + "..."
+		}
+		o.By += ": " + why
+	}
+	return o
+}
+
+// maxReason bounds the reason shown in the table.
+const maxReason = 220
+
 // Classify reads a go test run's exit (passed: exit status 0) and combined
 // output. A failure to build is a suite error, never a catch: a mutant that
 // does not compile proves nothing of the tests.

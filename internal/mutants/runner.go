@@ -118,7 +118,7 @@ func (r *Runner) one(ctx context.Context, run Exec, m Mutant, dir string, base O
 	if err != nil {
 		return Outcome{Verdict: SuiteError, By: "the command could not run: " + err.Error()}
 	}
-	return Classify(passed, out)
+	return ClassifyRun(m.Cmd, passed, out)
 }
 
 // keep writes a run's output to LogDir.
