@@ -213,50 +213,19 @@ var Catalog = []Mutant{
 				"\t\t}")}},
 		Cmd: harness5xx,
 	},
-	// The first event of a probed watch waits in peeked and is handed on
-	// before anything else the watch reads; handling it after the select,
-	// as a restructured loop might, hands the watch's next event first.
+	// A re-list hands its changes (in resourceVersion order) before its
+	// deletions (at the list's version); the other order hands older
+	// versions after newer ones. No handler sees it (the keys differ), and
+	// the informer's LastSyncResourceVersion goes back only for as long as
+	// the reflector takes to queue the changes, microseconds.
 	{
-		Name:   "watch-reorders-probed-event",
-		Where:  "pkg/leanstore/watch.go: (*leanWatch).run",
-		Breaks: "the first event of a probed watch is handed after the event that follows it: two events in the wrong order (and the first held until another comes)",
-		Edits: []Edit{
-			{File: "pkg/leanstore/watch.go",
-				Old: lines(
-					"\t\tif w.peeked != nil {",
-					"\t\t\tev := *w.peeked",
-					"\t\t\tw.peeked = nil",
-					"\t\t\tif !w.handle(ctx, ev, true) {",
-					"\t\t\t\treturn",
-					"\t\t\t}",
-					"\t\t\tcontinue",
-					"\t\t}",
-					""),
-				New: ""},
-			{File: "pkg/leanstore/watch.go",
-				Old: lines(
-					"\t\tcase ev, ok := <-w.inner.ResultChan():",
-					"\t\t\tif !w.handle(ctx, ev, ok) {",
-					"\t\t\t\treturn",
-					"\t\t\t}",
-					"\t\t}",
-					""),
-				New: lines(
-					"\t\tcase ev, ok := <-w.inner.ResultChan():",
-					"\t\t\tif !w.handle(ctx, ev, ok) {",
-					"\t\t\t\treturn",
-					"\t\t\t}",
-					"\t\t}",
-					"\t\tif w.peeked != nil {",
-					"\t\t\tev := *w.peeked",
-					"\t\t\tw.peeked = nil",
-					"\t\t\tif !w.handle(ctx, ev, true) {",
-					"\t\t\t\treturn",
-					"\t\t\t}",
-					"\t\t}",
-					"")},
-		},
-		Cmd: harness5xx,
+		Name:   "relist-reorders-events",
+		Where:  "pkg/leanstore/watch.go: (*leanWatch).relist",
+		Breaks: "a re-list hands its DELETED events (at the list's resourceVersion) before its ADDED and MODIFIED (older): the informer's resourceVersion goes back while they are queued",
+		Edits: []Edit{{File: "pkg/leanstore/watch.go",
+			Old: "range [][]watch.Event{diff.changed, diff.deleted} {",
+			New: "range [][]watch.Event{diff.deleted, diff.changed} {"}},
+		Cmd: harness,
 	},
 	// The watch records the resourceVersion of every event it hands on,
 	// to resume a broken stream from there; not recording it resumes from
