@@ -279,9 +279,11 @@ var Catalog = []Mutant{
 			New: "\t\tif _, ok := slices.BinarySearch(matched, h); !ok && (v.movedOut == nil || !v.movedOut(obj)) {\n"}},
 		Cmd: shardPackage,
 	},
-	// The same defect, against the harness's sharding program: the
-	// replicas' stores are checked after each rebalance, but a full list
-	// by the reflector follows the rebalance's re-list and repairs them.
+	// The same defect, against the harness's sharding program. A replica
+	// that keeps the objects that moved away lists everything again after
+	// the rebalance, which repairs its store before the union is checked:
+	// TestShardUnion missed this defect until it counted each replica's
+	// lists (one to start, one per rebalance).
 	{
 		Name:   "shard-moved-not-deleted-union",
 		Where:  "pkg/leanstore/view.go: (*view).diff",
