@@ -24,7 +24,7 @@ var (
 		},
 		Timeout: 15 * time.Minute,
 		// The test reports each broken check on a line of its own.
-		Reason: `(?m)conformance_test\.go:\d+: ((?:step \d+ |the initial sync|at the end)\S.*)$`,
+		Reason: `(?m)conformance_test\.go:\d+: ((?:step \d+ |the initial sync|at the end|leanstore/)\S.*)$`,
 	}
 	// harness5xx is the harness on a program whose every step answers the
 	// Pods' lists and watches with 5xx while the writer writes: the
@@ -43,11 +43,16 @@ var (
 	// shardPackage is leanstore's own tests of sharding that need no API
 	// server: the shard filter, the split of a list page and of watch
 	// events, and the re-list diff after a rebalance (shard_test.go).
-	shardPackage = Command{Pkg: "./pkg/leanstore/", Run: "^TestShard", Short: true, Timeout: 5 * time.Minute}
+	shardPackage = Command{Pkg: "./pkg/leanstore/", Run: "^TestShard", Short: true, Timeout: 5 * time.Minute,
+		Reason: shardReason}
 	// shardUnion is the harness's sharding program: replica processes split
 	// the Pods while the writer writes, one is killed and one joins, and the
 	// union of their stores must equal a fresh LIST, each object held once.
-	shardUnion = Command{Pkg: "./internal/conformance/", Run: "^TestShardUnion$", Timeout: 15 * time.Minute}
+	shardUnion = Command{Pkg: "./internal/conformance/", Run: "^TestShardUnion$", Timeout: 15 * time.Minute,
+		Reason: shardReason}
+	// shardReason finds a failed check of either: the line of the test
+	// file that does not start with a count (TestShardUnion's summary).
+	shardReason = `(?m)shard_test\.go:\d+: ([^\d\s].*)$`
 )
 
 // lines joins source lines: snippets span several lines of gofmt'ed code.

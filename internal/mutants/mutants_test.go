@@ -270,6 +270,16 @@ func TestClassifyRunAddsTheFirstFailedCheck(t *testing.T) {
 	if got != want {
 		t.Errorf("%+v, want %+v", got, want)
 	}
+	events := "--- FAIL: TestConformance/seed-3 (30s)\n        conformance_test.go:104: expected of client-go: stalled\n" +
+		"        conformance_test.go:109: leanstore/typed/stream-auto: events: delete of ns/p-0011 at resourceVersion 223\nFAIL\n"
+	if got := ClassifyRun(harness, false, events); got.By != "TestConformance/seed-3: leanstore/typed/stream-auto: events: delete of ns/p-0011 at resourceVersion 223" {
+		t.Errorf("a failed check of the event streams: %+v", got)
+	}
+	shard := "--- FAIL: TestShardUnion (60s)\n    shard_test.go:30: 2267 writes during the rebalances\n" +
+		"    shard_test.go:33: a listed 5 times for 2 rebalances, want at most 3\nFAIL\n"
+	if got := ClassifyRun(shardUnion, false, shard); got.By != "TestShardUnion: a listed 5 times for 2 rebalances, want at most 3" {
+		t.Errorf("a failed check of the sharding program: %+v", got)
+	}
 	if got := ClassifyRun(harness, true, out); got.Verdict != Missed || got.By != "" {
 		t.Errorf("a passing run: %+v, want missed", got)
 	}
