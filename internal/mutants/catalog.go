@@ -127,15 +127,26 @@ var Catalog = []Mutant{
 			New: "\tif n > 0 {\n\t\tm.SetAnnotations(nil)"}},
 		Cmd: harness,
 	},
-	// Interning a map's key rewrites its entry; when the value was not
-	// interned the entry must keep the value it had. Forgetting that writes
-	// an invalid value, which deletes the entry.
+	// Interning reads a map's key and value side by side; a copy-paste slip
+	// that interns the key twice stores every value as its key.
 	{
-		Name:   "intern-drops-map-entry",
+		Name:   "intern-map-value-from-key",
+		Where:  "pkg/leanstore/intern.go: (*shareTable).internPlanAt, the map[string]string step",
+		Breaks: "every label (and annotation) value of a typed object becomes its key (WithInterning, the default)",
+		Edits: []Edit{{File: "pkg/leanstore/intern.go",
+			Old: "kc, vc := t.internString(k), t.internString(v)",
+			New: "kc, vc := t.internString(k), t.internString(k)"}},
+		Cmd: harness,
+	},
+	// Sharing stores a map's rewritten entries again once its walk is done,
+	// through one reused value variable; forgetting to set it stores the
+	// previous entry's value (or the empty string) under the key.
+	{
+		Name:   "share-map-entry-loses-value",
 		Where:  "pkg/leanstore/share.go: (*sharer).mapValue",
-		Breaks: "a label (or annotation) whose key is interned but whose value is not disappears from the object (WithInterning, WithSharing)",
+		Breaks: "a label (or annotation) whose key or value was made canonical gets another entry's value, or none (WithSharing)",
 		Edits: []Edit{{File: "pkg/leanstore/share.go",
-			Old: "\t\t\tif !changed {\n\t\t\t\tcv = val\n\t\t\t}\n",
+			Old: "\t\t\t\tstr.SetString(w.sv)\n",
 			New: ""}},
 		Cmd: harness,
 	},
@@ -153,7 +164,7 @@ var Catalog = []Mutant{
 				Old: "vh := maphash.String(shareSeed, vs)",
 				New: "vh := maphash.String(shareSeed, vs[:min(len(vs), 4)])"},
 			{File: "pkg/leanstore/sharetable.go",
-				Old: "if reflect.DeepEqual(cand.Interface(), v.Interface()) {",
+				Old: "if equalValues(cand, v) {",
 				New: "if cand.IsValid() {"},
 		},
 		Cmd: harness,
