@@ -39,7 +39,7 @@ NESTED_REQUIRING_ROOT := $(CR_DIR) internal/upstream/samplecontroller
 CR_DIR         := controllerruntime
 ENVTEST_ASSETS := $(CURDIR)/bin/envtest
 
-.PHONY: help test test-short bench bench-scale bench-cr bench-events conformance resilience listcost golden apiserver envtest-assets example example-cr lint tidy-check golangci kube-version-check release-check release-version release-version-check clean
+.PHONY: help test test-short bench bench-scale bench-cr bench-events conformance mutants resilience listcost golden apiserver envtest-assets example example-cr lint tidy-check golangci kube-version-check release-check release-version release-version-check clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -104,6 +104,14 @@ golden: ## regenerate the golden files of cachebench's table and HTML report, an
 conformance: apiserver ## the differential harness with many seeds: SEEDS programs (default 200) from FIRST (default 1000), FAULTS (comma-separated, default all), against client-go and every leanstore mode
 	CACHETUNE_CONFORMANCE_SEEDS=$(or $(SEEDS),200) CACHETUNE_CONFORMANCE_FIRST=$(or $(FIRST),1000) CACHETUNE_CONFORMANCE_FAULTS=$(FAULTS) \
 		$(GO) test -count=1 -timeout 12h -run '^TestConformance$$' -v ./internal/conformance/
+
+# Planted defects (internal/mutants): each mutant is planted alone through go
+# test's -overlay, so the working tree is never changed, and the command that
+# should catch it runs (each command first runs once without any mutant, and
+# must pass). The table lands in bench/results only from a run of the whole
+# catalog; MUTANTS (comma-separated names) runs some, its table in out/ only.
+mutants: apiserver ## planted defects: each mutant of internal/mutants planted alone in pkg/leanstore and the tests that should catch it run; MUTANTS=name1,name2 runs some (about 30 minutes; out/mutants.md, and bench/results/mutants.md when every mutant ran)
+	$(GO) run ./internal/mutants/cmd/mutants -out out/mutants.md -logs out/mutants -results bench/results/mutants.md $(if $(MUTANTS),-only '$(MUTANTS)')
 
 # The table lands in bench/results only from a run whose every check passed:
 # the test writes it to out/resilience.md when it passes and to

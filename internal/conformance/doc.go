@@ -76,6 +76,7 @@
 // and the union of their stores is checked against a fresh consistent LIST,
 // with each replica's handlers checked for keys and resourceVersions, and
 // every object that moved checked not to reach its new owner older than its
-// old owner had it. The replicas are the test binary itself, run again with
+// old owner had it, and each replica's lists counted: one to start and one
+// per rebalance, so that no full list repairs a store unseen. The replicas are the test binary itself, run again with
 // ShardReplicaEnv set.
 package conformance

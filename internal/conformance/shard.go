@@ -108,6 +108,8 @@ const (
 //   - no replica's handlers saw a resourceVersion older than one they had
 //     seen for the same key, and no replica's LastSyncResourceVersion went
 //     backwards;
+//   - each replica listed once to start and once per rebalance, no more: a
+//     full list would repair, unseen, a store a rebalance left wrong;
 //   - across a move, the new owner is not older than the old one: each Pod a
 //     survivor took from the killed replica was told to it at a
 //     resourceVersion no older than the last the killed replica was told, and
@@ -172,6 +174,7 @@ func RunShards(ctx context.Context, cfg ShardConfig, seed uint64) (ShardResult, 
 		res.RebalanceDips[r.id] = r.rebalanceDips
 	}
 	res.Failures = append(res.Failures, h.violations()...)
+	res.Failures = append(res.Failures, extraLists(h.live())...)
 	res.Failures = append(res.Failures, movedNotOlder(victim, killed, h.live(), nil)...)
 	d := h.replica("d")
 	res.Failures = append(res.Failures, movedNotOlder(nil, joined, []*replicaProc{d}, before)...)
@@ -338,6 +341,9 @@ type replicaProc struct {
 	store         state
 	lastSync      []string
 	rebalanceDips int
+	// lists and rebalances are its informer's counts, from its last "state".
+	lists      int
+	rebalances int64
 }
 
 type toldAdd struct {
@@ -523,6 +529,7 @@ func (h *shardRun) converge(ctx context.Context, step string) (state, []string) 
 					return truth, []string{fmt.Sprintf("%s: %v", step, err)}
 				}
 				r.store, r.lastSync, r.rebalanceDips = st.Store, st.LastSync, st.RebalanceDips
+				r.lists, r.rebalances = st.Lists, st.Rebalances
 			}
 			problems = unionProblems(truth, h.live())
 		}
@@ -540,6 +547,22 @@ func (h *shardRun) converge(ctx context.Context, step string) (state, []string) 
 		out = append(out, step+": "+p)
 	}
 	return truth, out
+}
+
+// extraLists checks that each live replica listed once to start and once
+// per rebalance (the list inside the watch that hands it the difference),
+// and no more. The program injects no fault, so another list could only
+// have repaired a store that an event or a rebalance's difference left
+// wrong: a full list replaces the store, and the union check would see
+// nothing of the defect (a moved object that was not deleted, say).
+func extraLists(reps []*replicaProc) []string {
+	var out []string
+	for _, r := range reps {
+		if want := 1 + int(r.rebalances); r.lists > want {
+			out = append(out, fmt.Sprintf("%s listed %d times for %d rebalances, want at most %d: a list that only a store left wrong would need", r.id, r.lists, r.rebalances, want))
+		}
+	}
+	return out
 }
 
 // unionProblems compares the union of the replicas' last stores with the

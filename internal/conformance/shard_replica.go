@@ -57,7 +57,9 @@ type replicaState struct {
 	Generation  uint64   `json:"generation"`
 	Rebalancing bool     `json:"rebalancing"`
 	Rebalances  int64    `json:"rebalances"`
-	Held        int      `json:"held"`
+	// Lists counts the informer's lists: the first, and one per rebalance.
+	Lists int `json:"lists"`
+	Held  int `json:"held"`
 	// Store is the informer's store ("state" only).
 	Store state `json:"store,omitempty"`
 	// LastSync are the times the informer's LastSyncResourceVersion went
@@ -142,6 +144,7 @@ func replicaStateOf(cmd string, inf cache.SharedIndexInformer, status func() []l
 	if s := status(); len(s) == 1 && s[0].Shard != nil {
 		sh := s[0].Shard
 		st.Members, st.Generation, st.Rebalancing, st.Rebalances, st.Error = sh.Members, sh.Generation, sh.Rebalancing, sh.Rebalances, sh.Error
+		st.Lists = s[0].Lists
 	}
 	switch cmd {
 	case "status":

@@ -1,0 +1,342 @@
+package mutants
+
+import (
+	"strings"
+	"time"
+)
+
+// The commands that should catch the mutants.
+var (
+	// harness is the differential harness (internal/conformance) on one
+	// program whose faults force re-lists inside the watch (watch-410), cut
+	// watch streams resumed through a probe (watch-cut) and list bodies cut
+	// at an item boundary (truncated-at-an-item): seed 3 draws them in the
+	// order 410, cut, truncated, cut, 410, truncated, with random writes in
+	// every step, against every leanstore factory and mode and client-go.
+	// It compares every object's content, every event's old and new object,
+	// the event streams with client-go's, and the keys and resourceVersions
+	// with a fresh consistent LIST after each step (package conformance).
+	harness = Command{
+		Pkg: "./internal/conformance/", Run: "^TestConformance$",
+		Env: []string{
+			"CACHETUNE_CONFORMANCE_SEED=3",
+			"CACHETUNE_CONFORMANCE_FAULTS=watch-410,watch-cut,truncated-at-an-item",
+		},
+		Timeout: 15 * time.Minute,
+		// The test reports each broken check on a line of its own.
+		Reason: `(?m)conformance_test\.go:\d+: ((?:step \d+ |the initial sync|at the end|leanstore/)\S.*)$`,
+	}
+	// harness5xx is the harness on a program whose every step answers the
+	// Pods' lists and watches with 5xx while the writer writes: the
+	// informers back off for more than a second, probe the server, and take
+	// a probe's watch, whose first event the probe has read, when the fault
+	// lifts (watch_probe.go). A single cut watch resumes without a probe.
+	harness5xx = Command{
+		Pkg: "./internal/conformance/", Run: "^TestConformance$",
+		Env: []string{
+			"CACHETUNE_CONFORMANCE_SEED=3",
+			"CACHETUNE_CONFORMANCE_FAULTS=status-5xx",
+		},
+		Timeout: 15 * time.Minute,
+		Reason:  harness.Reason,
+	}
+	// shardPackage is leanstore's own tests of sharding that need no API
+	// server: the shard filter, the split of a list page and of watch
+	// events, and the re-list diff after a rebalance (shard_test.go).
+	shardPackage = Command{Pkg: "./pkg/leanstore/", Run: "^TestShard", Short: true, Timeout: 5 * time.Minute,
+		Reason: shardReason}
+	// shardUnion is the harness's sharding program: replica processes split
+	// the Pods while the writer writes, one is killed and one joins, and the
+	// union of their stores must equal a fresh LIST, each object held once.
+	shardUnion = Command{Pkg: "./internal/conformance/", Run: "^TestShardUnion$", Timeout: 15 * time.Minute,
+		Reason: shardReason}
+	// shardReason finds a failed check of either: the line of the test
+	// file that does not start with a count (TestShardUnion's summary).
+	shardReason = `(?m)shard_test\.go:\d+: ([^\d\s].*)$`
+)
+
+// lines joins source lines: snippets span several lines of gofmt'ed code.
+func lines(l ...string) string { return strings.Join(l, "\n") }
+
+// Catalog is the planted defects of `make mutants`, each a bug a developer
+// could plausibly write, that compiles, and that changes what a user of
+// leanstore sees (a defect that costs only memory or time is no test's to
+// catch here). The snippets are main's code: when the code they name
+// changes, the mutant is reported as a suite error until it follows.
+var Catalog = []Mutant{
+	// The decoder peeks at an object's uid and resourceVersion to answer an
+	// unchanged object with the cached one; comparing the uid alone (it
+	// names the object, the version is what changes) answers every update
+	// with the old version.
+	{
+		Name:   "decode-reuse-ignores-version",
+		Where:  "pkg/leanstore/decode.go: (*protoDecoder).cached",
+		Breaks: "an updated object is answered with the cached older version (same uid): the cache keeps stale objects",
+		Edits: []Edit{{File: "pkg/leanstore/decode.go",
+			Old: "if !ok || string(m.GetUID()) != string(id.uid) || m.GetResourceVersion() != string(id.rv) {",
+			New: "if !ok || string(m.GetUID()) != string(id.uid) {"}},
+		Cmd: harness,
+	},
+	// A wrong field number in the protobuf walker: ObjectMeta's
+	// managedFields is field 17; 14 is finalizers. The walker then strips
+	// the finalizers from the encoded bytes (managedFields are still
+	// removed from the decoded object by the stripper, which hides half of
+	// the bug).
+	{
+		Name:   "decode-wrong-field-number",
+		Where:  "pkg/leanstore/decode.go: metaManagedFields (used by stripEncoded)",
+		Breaks: "the protobuf decoder drops field 14 (finalizers) where it means managedFields (17): cached Pods lose their finalizers",
+		Edits: []Edit{{File: "pkg/leanstore/decode.go",
+			Old: "metaManagedFields   = 17",
+			New: "metaManagedFields   = 14"}},
+		Cmd: harness,
+	},
+	// The list decoder refuses a body cut anywhere, even at an item
+	// boundary; taking a list that has its metadata (field 1, written
+	// first) as complete accepts a cut one as a shorter list, and a
+	// re-list inside the watch then deletes every object past the cut.
+	{
+		Name:   "decode-accepts-truncated-list",
+		Where:  "pkg/leanstore/decode_stream.go: (*protoDecoder).listMessage",
+		Breaks: "a list body cut at an item boundary is taken as a complete, shorter list: a re-list deletes the objects past the cut",
+		Edits: []Edit{{File: "pkg/leanstore/decode_stream.go",
+			Old: "\t\t\tif lr.N != 0 {\n",
+			New: "\t\t\tif lr.N != 0 && !sawMeta {\n"}},
+		Cmd: harness,
+	},
+	// The stripper removes managedFields from objects the protobuf walker
+	// did not strip (JSON: the dynamic informers, a server answering JSON);
+	// an inverted nil check keeps them.
+	{
+		Name:   "strip-keeps-managed-fields",
+		Where:  "pkg/leanstore/transform.go: (*stripper).apply",
+		Breaks: "managedFields are kept on objects decoded from JSON (dynamic informers): the cache holds what it promised to strip",
+		Edits: []Edit{{File: "pkg/leanstore/transform.go",
+			Old: "if s.managedFields && m.GetManagedFields() != nil {",
+			New: "if s.managedFields && m.GetManagedFields() == nil {"}},
+		Cmd: harness,
+	},
+	// Stripping an annotation copies the map without it; dropping the
+	// whole map as soon as one key must go strips too much.
+	{
+		Name:   "strip-drops-every-annotation",
+		Where:  "pkg/leanstore/transform.go: stripAnnotations",
+		Breaks: "an object with the last-applied annotation loses all its other annotations too (JSON-decoded objects)",
+		Edits: []Edit{{File: "pkg/leanstore/transform.go",
+			Old: "\tif n == len(ann) {\n\t\tm.SetAnnotations(nil)",
+			New: "\tif n > 0 {\n\t\tm.SetAnnotations(nil)"}},
+		Cmd: harness,
+	},
+	// Interning reads a map's key and value side by side; a copy-paste slip
+	// that interns the key twice stores every value as its key.
+	{
+		Name:   "intern-map-value-from-key",
+		Where:  "pkg/leanstore/intern.go: (*shareTable).internPlanAt, the map[string]string step",
+		Breaks: "every label (and annotation) value of a typed object becomes its key (WithInterning, the default)",
+		Edits: []Edit{{File: "pkg/leanstore/intern.go",
+			Old: "kc, vc := t.internString(k), t.internString(v)",
+			New: "kc, vc := t.internString(k), t.internString(k)"}},
+		Cmd: harness,
+	},
+	// Sharing stores a map's rewritten entries again once its walk is done,
+	// through one reused value variable; forgetting to set it stores the
+	// previous entry's value (or the empty string) under the key.
+	{
+		Name:   "share-map-entry-loses-value",
+		Where:  "pkg/leanstore/share.go: (*sharer).mapValue",
+		Breaks: "a label (or annotation) whose key or value was made canonical gets another entry's value, or none (WithSharing)",
+		Edits: []Edit{{File: "pkg/leanstore/share.go",
+			Old: "\t\t\t\tstr.SetString(w.sv)\n",
+			New: ""}},
+		Cmd: harness,
+	},
+	// Two edits: a hash of a map's string values that reads their first
+	// four bytes only (a cheaper hash, harmless while lookup compares) and
+	// a lookup that trusts the hash (a faster lookup, harmless while the
+	// hash is exact). Each alone changes nothing a user sees; together,
+	// maps that differ in a value share one copy.
+	{
+		Name:   "share-maps-that-differ",
+		Where:  "pkg/leanstore/share.go: (*sharer).mapString; pkg/leanstore/sharetable.go: (*shareTable).lookup",
+		Breaks: "two label maps with the same keys and values alike in their first 4 bytes (app-1, app-2) share one copy: a Pod shows another Pod's labels (WithSharing)",
+		Edits: []Edit{
+			{File: "pkg/leanstore/share.go",
+				Old: "vh := maphash.String(shareSeed, vs)",
+				New: "vh := maphash.String(shareSeed, vs[:min(len(vs), 4)])"},
+			{File: "pkg/leanstore/sharetable.go",
+				Old: "if equalValues(cand, v) {",
+				New: "if cand.IsValid() {"},
+		},
+		Cmd: harness,
+	},
+	// The re-list diff finds unchanged objects by identity (the decoder
+	// hands back the cached object itself); comparing resourceVersions
+	// the wrong way round treats every changed object as unchanged.
+	{
+		Name:   "view-changed-as-unchanged",
+		Where:  "pkg/leanstore/view.go: (*view).diff",
+		Breaks: "a re-list inside the watch hands no MODIFIED for objects whose resourceVersion changed: the cache keeps the old versions",
+		Edits: []Edit{{File: "pkg/leanstore/view.go",
+			Old: "\t\tcase old != obj:\n",
+			New: "\t\tcase compareRV(old, obj) > 0:\n"}},
+		Cmd: harness,
+	},
+	// The diff's shortcut when nothing was deleted compares the matched
+	// objects with the list's length instead of the view's: a list with
+	// no new object then skips the deletions.
+	{
+		Name:   "view-drops-deletes",
+		Where:  "pkg/leanstore/view.go: (*view).diff",
+		Breaks: "a re-list whose every object was already handed sends no DELETE for the objects it no longer has: deleted objects stay cached",
+		Edits: []Edit{{File: "pkg/leanstore/view.go",
+			Old: "if len(matched)+len(matchedSpill) == len(v.byHash)+len(v.spill) {",
+			New: "if len(matched)+len(matchedSpill) == len(items) {"}},
+		Cmd: harness,
+	},
+	// A re-list's DELETED carries the list's resourceVersion (the server's
+	// DELETED carries the deletion's); only an object that went to another
+	// shard keeps its own. An inverted condition gives every deleted
+	// object its own, older version.
+	{
+		Name:   "relist-delete-at-old-version",
+		Where:  "pkg/leanstore/view.go: (*view).goneAt",
+		Breaks: "a re-list's DELETED events carry the deleted objects' old resourceVersions: the informer's resourceVersion goes back",
+		Edits: []Edit{{File: "pkg/leanstore/view.go",
+			Old: "if v.movedOut != nil && v.movedOut(obj) {",
+			New: "if v.movedOut == nil || v.movedOut(obj) {"}},
+		Cmd: harness,
+	},
+	// A probe that finds a resumed watch working has read its first event;
+	// dropping it, as if the probe had only looked, loses an event.
+	{
+		Name:   "watch-drops-probed-event",
+		Where:  "pkg/leanstore/watch.go: (*leanWatch).run",
+		Breaks: "the first event of a watch resumed through a probe (after a cut or failed stream) is lost",
+		Edits: []Edit{{File: "pkg/leanstore/watch.go",
+			Old: lines(
+				"\t\tif w.peeked != nil {",
+				"\t\t\tev := *w.peeked",
+				"\t\t\tw.peeked = nil",
+				"\t\t\tif !w.handle(ctx, ev, true) {",
+				"\t\t\t\treturn",
+				"\t\t\t}",
+				"\t\t\tcontinue",
+				"\t\t}"),
+			New: lines(
+				"\t\tif w.peeked != nil {",
+				"\t\t\tw.peeked = nil",
+				"\t\t\tcontinue",
+				"\t\t}")}},
+		Cmd: harness5xx,
+	},
+	// A re-list hands its changes (in resourceVersion order) before its
+	// deletions (at the list's version); the other order hands older
+	// versions after newer ones. No handler sees it (the keys differ), and
+	// the informer's LastSyncResourceVersion goes back only for as long as
+	// the reflector takes to queue the changes, microseconds.
+	{
+		Name:   "relist-reorders-events",
+		Where:  "pkg/leanstore/watch.go: (*leanWatch).relist",
+		Breaks: "a re-list hands its DELETED events (at the list's resourceVersion) before its ADDED and MODIFIED (older): the informer's resourceVersion goes back while they are queued",
+		Edits: []Edit{{File: "pkg/leanstore/watch.go",
+			Old: "range [][]watch.Event{diff.changed, diff.deleted} {",
+			New: "range [][]watch.Event{diff.deleted, diff.changed} {"}},
+		Cmd: harness,
+	},
+	// The watch records the resourceVersion of every event it hands on,
+	// to resume a broken stream from there; not recording it resumes from
+	// where the watch started and hands old events again.
+	{
+		Name:   "watch-resumes-from-start",
+		Where:  "pkg/leanstore/watch.go: (*leanWatch).send",
+		Breaks: "a cut watch resumes from the version it started at, not the last event's: events the informer had are handed again, older versions after newer",
+		Edits: []Edit{{File: "pkg/leanstore/watch.go",
+			Old: lines(
+				"\t\tif m, err := meta.Accessor(ev.Object); err == nil && m.GetResourceVersion() != \"\" {",
+				"\t\t\tw.rv = m.GetResourceVersion()",
+				"\t\t}",
+				""),
+			New: ""}},
+		Cmd: harness,
+	},
+	// The bookmark that closes a re-list is a new object of the listed
+	// objects' type, at the list's resourceVersion; taking the accessor of
+	// the example object (the first listed) instead of the new one sends a
+	// bookmark without a resourceVersion and writes the list's into a
+	// cached object, in place.
+	{
+		Name:   "relist-bookmark-wrong-object",
+		Where:  "pkg/leanstore/watch.go: (*listWatch).bookmark",
+		Breaks: "the bookmark after a re-list carries no resourceVersion, and the first listed object, cached, is given the list's in place",
+		Edits: []Edit{{File: "pkg/leanstore/watch.go",
+			Old: lines(
+				"\tm, err := meta.Accessor(obj)",
+				"\tif err != nil {",
+				"\t\treturn nil, false",
+				"\t}",
+				"\tm.SetResourceVersion(rv)"),
+			New: lines(
+				"\tm, err := meta.Accessor(like)",
+				"\tif err != nil {",
+				"\t\treturn nil, false",
+				"\t}",
+				"\tm.SetResourceVersion(rv)")}},
+		Cmd: harness,
+	},
+	// After a rebalance, an object that went to another replica must be
+	// deleted from this one's cache (it was not deleted on the server,
+	// which is easy to take for "no DELETE").
+	{
+		Name:   "shard-moved-not-deleted",
+		Where:  "pkg/leanstore/view.go: (*view).diff",
+		Breaks: "after a rebalance an object that moved to another replica stays in this one's cache: two replicas hold it",
+		Edits: []Edit{{File: "pkg/leanstore/view.go",
+			Old: "\t\tif _, ok := slices.BinarySearch(matched, h); !ok {\n",
+			New: "\t\tif _, ok := slices.BinarySearch(matched, h); !ok && (v.movedOut == nil || !v.movedOut(obj)) {\n"}},
+		Cmd: shardPackage,
+	},
+	// The same defect, against the harness's sharding program. A replica
+	// that keeps the objects that moved away lists everything again after
+	// the rebalance, which repairs its store before the union is checked:
+	// TestShardUnion missed this defect until it counted each replica's
+	// lists (one to start, one per rebalance).
+	{
+		Name:   "shard-moved-not-deleted-union",
+		Where:  "pkg/leanstore/view.go: (*view).diff",
+		Breaks: "after a rebalance an object that moved to another replica stays in this one's cache: two replicas hold it",
+		Edits: []Edit{{File: "pkg/leanstore/view.go",
+			Old: "\t\tif _, ok := slices.BinarySearch(matched, h); !ok {\n",
+			New: "\t\tif _, ok := slices.BinarySearch(matched, h); !ok && (v.movedOut == nil || !v.movedOut(obj)) {\n"}},
+		Cmd: shardUnion,
+	},
+	// The decoder drops another shard's object before anything else; the
+	// cache lookup first answers an unchanged object of another shard with
+	// the cached one, so an object that moved away unchanged is kept.
+	{
+		Name:   "shard-skipped-kept",
+		Where:  "pkg/leanstore/decode.go: (*protoDecoder).object",
+		Breaks: "an unchanged object of another shard is answered from the cache before the shard check: a replica keeps objects that moved away",
+		Edits: []Edit{{File: "pkg/leanstore/decode.go",
+			Old: lines(
+				"\t// Sharding (shard.go): an object of another shard is dropped here, from",
+				"\t// its namespace and name alone, before anything of it is decoded.",
+				"\tif !d.shard.ownsBytes(id.namespace, id.name) {",
+				"\t\td.skippedRV = id.rv",
+				"\t\treturn nil, false, nil",
+				"\t}",
+				"\tif o, ok := d.cached(id); ok {",
+				"\t\td.reused++",
+				"\t\treturn o, true, nil",
+				"\t}"),
+			New: lines(
+				"\tif o, ok := d.cached(id); ok {",
+				"\t\td.reused++",
+				"\t\treturn o, true, nil",
+				"\t}",
+				"\tif !d.shard.ownsBytes(id.namespace, id.name) {",
+				"\t\td.skippedRV = id.rv",
+				"\t\treturn nil, false, nil",
+				"\t}")}},
+		Cmd: shardUnion,
+	},
+}
