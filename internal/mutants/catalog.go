@@ -70,11 +70,11 @@ var Catalog = []Mutant{
 	// with the old version.
 	{
 		Name:   "decode-reuse-ignores-version",
-		Where:  "pkg/leanstore/decode.go: (*protoDecoder).cached",
+		Where:  "pkg/leanstore/wire_caller.go: (*wireCaller).Cached",
 		Breaks: "an updated object is answered with the cached older version (same uid): the cache keeps stale objects",
-		Edits: []Edit{{File: "pkg/leanstore/decode.go",
-			Old: "if !ok || string(m.GetUID()) != string(id.uid) || m.GetResourceVersion() != string(id.rv) {",
-			New: "if !ok || string(m.GetUID()) != string(id.uid) {"}},
+		Edits: []Edit{{File: "pkg/leanstore/wire_caller.go",
+			Old: "if !ok || string(m.GetUID()) != string(id.UID) || m.GetResourceVersion() != string(id.ResourceVersion) {",
+			New: "if !ok || string(m.GetUID()) != string(id.UID) {"}},
 		Cmd: harness,
 	},
 	// A wrong field number in the protobuf walker: ObjectMeta's
@@ -84,9 +84,9 @@ var Catalog = []Mutant{
 	// the bug).
 	{
 		Name:   "decode-wrong-field-number",
-		Where:  "pkg/leanstore/decode.go: metaManagedFields (used by stripEncoded)",
+		Where:  "internal/wire/envelope.go: metaManagedFields (used by stripEncoded)",
 		Breaks: "the protobuf decoder drops field 14 (finalizers) where it means managedFields (17): cached Pods lose their finalizers",
-		Edits: []Edit{{File: "pkg/leanstore/decode.go",
+		Edits: []Edit{{File: "internal/wire/envelope.go",
 			Old: "metaManagedFields   = 17",
 			New: "metaManagedFields   = 14"}},
 		Cmd: harness,
@@ -97,9 +97,9 @@ var Catalog = []Mutant{
 	// re-list inside the watch then deletes every object past the cut.
 	{
 		Name:   "decode-accepts-truncated-list",
-		Where:  "pkg/leanstore/decode_stream.go: (*protoDecoder).listMessage",
+		Where:  "internal/wire/list.go: (*Decoder).listMessage",
 		Breaks: "a list body cut at an item boundary is taken as a complete, shorter list: a re-list deletes the objects past the cut",
-		Edits: []Edit{{File: "pkg/leanstore/decode_stream.go",
+		Edits: []Edit{{File: "internal/wire/list.go",
 			Old: "\t\t\tif lr.N != 0 {\n",
 			New: "\t\t\tif lr.N != 0 && !sawMeta {\n"}},
 		Cmd: harness,
@@ -314,27 +314,27 @@ var Catalog = []Mutant{
 	// the cached one, so an object that moved away unchanged is kept.
 	{
 		Name:   "shard-skipped-kept",
-		Where:  "pkg/leanstore/decode.go: (*protoDecoder).object",
+		Where:  "internal/wire/decoder.go: (*Decoder).Object",
 		Breaks: "an unchanged object of another shard is answered from the cache before the shard check: a replica keeps objects that moved away",
-		Edits: []Edit{{File: "pkg/leanstore/decode.go",
+		Edits: []Edit{{File: "internal/wire/decoder.go",
 			Old: lines(
-				"\t// Sharding (shard.go): an object of another shard is dropped here, from",
-				"\t// its namespace and name alone, before anything of it is decoded.",
-				"\tif !d.shard.ownsBytes(id.namespace, id.name) {",
-				"\t\td.skippedRV = id.rv",
+				"\t// Sharding: an object of another shard is dropped here, from its",
+				"\t// namespace and name alone, before anything of it is decoded.",
+				"\tif d.caller.Skip(id.Namespace, id.Name) {",
+				"\t\td.skippedRV = id.ResourceVersion",
 				"\t\treturn nil, false, nil",
 				"\t}",
-				"\tif o, ok := d.cached(id); ok {",
+				"\tif o, ok := d.caller.Cached(id); ok {",
 				"\t\td.reused++",
 				"\t\treturn o, true, nil",
 				"\t}"),
 			New: lines(
-				"\tif o, ok := d.cached(id); ok {",
+				"\tif o, ok := d.caller.Cached(id); ok {",
 				"\t\td.reused++",
 				"\t\treturn o, true, nil",
 				"\t}",
-				"\tif !d.shard.ownsBytes(id.namespace, id.name) {",
-				"\t\td.skippedRV = id.rv",
+				"\tif d.caller.Skip(id.Namespace, id.Name) {",
+				"\t\td.skippedRV = id.ResourceVersion",
 				"\t\treturn nil, false, nil",
 				"\t}")}},
 		Cmd: shardUnion,
