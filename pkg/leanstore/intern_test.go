@@ -85,7 +85,7 @@ func fill(v reflect.Value, path string, depth int) {
 			v.Set(reflect.ValueOf(intstr.FromString("port" + path)))
 			return
 		case reflect.TypeFor[metav1.FieldsV1]():
-			v.Set(reflect.ValueOf(metav1.FieldsV1{Raw: []byte(`{"f:spec":{}}`)}))
+			v.Set(reflect.ValueOf(metav1.NewFieldsV1(`{"f:spec":{}}`)).Elem())
 			return
 		}
 		for i := range v.NumField() {
@@ -209,7 +209,7 @@ func TestInternPlanMatchesTheWalk(t *testing.T) {
 	fill(reflect.ValueOf(fullMeta).Elem(), "", 6)
 	distinct := dataset.NewPod(dataset.Spec{Name: "d", Namespace: "ns", PodShape: dataset.PodsDistinct}, 3, shareNow)
 	standard := dataset.NewPod(dataset.Spec{Name: "standard", Namespace: "ns"}, 3, shareNow)
-	standard.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{}}`)}}}
+	standard.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{}}`)}}
 	partial := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"}, ObjectMeta: standard.ObjectMeta}
 	u, err := kruntime.DefaultUnstructuredConverter.ToUnstructured(standard)
 	if err != nil {

@@ -392,7 +392,6 @@ func TestPacerBoundsARelistByTheHeapItEndsWith(t *testing.T) {
 		}
 		p.finish()
 		keepAlive(store)
-		store = nil // replaced
 		runtime.GC()
 		live := heapLive()
 		keepAlive(next)

@@ -50,6 +50,3 @@ func (r *record) GetObjectMeta() metav1.Object {
 func (r *record) GetUID() types.UID { return types.UID(r.uid) }
 
 func (r *record) GetResourceVersion() string { return r.rv }
-
-// key is the record's store key (client-go's MetaNamespaceKeyFunc).
-func (r *record) key() string { return spillKey(r.ns, r.name) }
