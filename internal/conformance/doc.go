@@ -50,7 +50,11 @@
 //     per informer (each has its own User-Agent), a leanstore informer that
 //     lists in a step whose fault forces no list fails: only a missed event
 //     would need that list;
-//   - the informer's LastSyncResourceVersion never went backwards;
+//   - the informer's LastSyncResourceVersion never went backwards, and
+//     leanstore's handlers are told every event after the initial list in
+//     resourceVersion order across keys, its re-lists inside the watch
+//     included (a dip of LastSyncResourceVersion can last microseconds,
+//     between samples; the handler sees every event);
 //   - no goroutine is left once the informers stop.
 //
 // A program is a list of steps; each step writes to the server (create,

@@ -62,11 +62,17 @@ type toldEvent struct {
 type recorder struct {
 	keep  bool
 	phase *atomic.Int32 // Run's current phase; nil outside Run
+	// ordered checks, across keys, that every event after the initial list
+	// comes in resourceVersion order (see checkOrder): leanstore's promise,
+	// not client-go's, whose re-list hands its objects in list order.
+	ordered bool
 
 	mu         sync.Mutex
 	state      state                      // key -> resourceVersion
 	objs       map[string]kruntime.Object // key -> the last object told (object mode)
 	last       map[string]string          // key -> newest resourceVersion seen
+	newest     string                     // newest resourceVersion told after the initial list (ordered)
+	newestKey  string
 	events     int
 	log        []toldEvent // object mode
 	violations []string
@@ -85,10 +91,10 @@ func newObjectRecorder(phase *atomic.Int32) *recorder {
 }
 
 func (r *recorder) handler() cache.ResourceEventHandler {
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { r.saw(evAdd, nil, obj) },
-		UpdateFunc: func(old, obj any) { r.saw(evUpdate, old, obj) },
-		DeleteFunc: func(obj any) { r.saw(evDelete, nil, obj) },
+	return cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc:    func(obj any, initial bool) { r.saw(evAdd, nil, obj, initial) },
+		UpdateFunc: func(old, obj any) { r.saw(evUpdate, old, obj, false) },
+		DeleteFunc: func(obj any) { r.saw(evDelete, nil, obj, false) },
 	}
 }
 
@@ -101,7 +107,9 @@ func (r *recorder) violate(format string, args ...any) {
 	}
 }
 
-func (r *recorder) saw(what eventKind, old, obj any) {
+// saw records one call of the handler; initial is set for an add of the
+// informer's initial list.
+func (r *recorder) saw(what eventKind, old, obj any, initial bool) {
 	tombstone := false
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj, tombstone = t.Obj, true
@@ -136,6 +144,9 @@ func (r *recorder) saw(what eventKind, old, obj any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.checkEvent(&ev, old)
+	if r.ordered && !initial {
+		r.checkOrder(&ev)
+	}
 	r.events++
 	r.log = append(r.log, ev)
 	r.last[k] = rv
@@ -201,6 +212,28 @@ func (r *recorder) checkEvent(ev *toldEvent, old any) {
 			r.violate("%s of %s at resourceVersion %s after %s: not newer", ev.kind, ev.key, ev.rv, last)
 		}
 	}
+}
+
+// checkOrder checks that ev, told after the initial list, is not older than
+// any event told before it after the initial list, whatever the key: a watch
+// hands events in resourceVersion order, and leanstore's re-list inside the
+// watch hands its changes oldest first and its deletions, at the list's
+// resourceVersion, after them (a re-list that handed its deletions first
+// would take the informer's LastSyncResourceVersion back while the older
+// changes are queued). An update of an unchanged object and a tombstone carry
+// the key's last resourceVersion again and are left out. The caller holds
+// r.mu.
+func (r *recorder) checkOrder(ev *toldEvent) {
+	if ev.unchanged || ev.tombstone || ev.rv == "" {
+		return
+	}
+	if r.newest != "" {
+		if c, err := resourceversion.CompareResourceVersion(ev.rv, r.newest); err == nil && c < 0 {
+			r.violate("%s of %s at resourceVersion %s after %s of %s: events after the initial list out of resourceVersion order", ev.kind, ev.key, ev.rv, r.newest, r.newestKey)
+			return
+		}
+	}
+	r.newest, r.newestKey = ev.rv, ev.key
 }
 
 // sawKey records an event of the object at key k with resourceVersion rv,

@@ -142,6 +142,7 @@ type subject struct {
 // stamps each event with the phase.
 func newSubject(f Flavor, cfg *rest.Config, selector string, phase *atomic.Int32) (*subject, error) {
 	s := &subject{flavor: f, agent: "cachetune-conformance/" + f.String(), rec: newObjectRecorder(phase), rv: &rvMonitor{}}
+	s.rec.ordered = !f.Oracle()
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = s.agent
 	indexers := indexersOf(f)
