@@ -50,6 +50,10 @@ var (
 	// union of their stores must equal a fresh LIST, each object held once.
 	shardUnion = Command{Pkg: "./internal/conformance/", Run: "^TestShardUnion$", Timeout: 15 * time.Minute,
 		Reason: shardReason}
+	// encstorePackage is the encoded store's own tests, which need no API
+	// server: reads, the hot cache, Upsert, Replace and the indexes against
+	// client-go's indexer (store_test.go, store_diff_test.go).
+	encstorePackage = Command{Pkg: "./internal/encstore/", Run: ".", Short: true, Timeout: 5 * time.Minute}
 	// shardReason finds a failed check of either: the line of the test
 	// file that does not start with a count (TestShardUnion's summary).
 	shardReason = `(?m)shard_test\.go:\d+: ([^\d\s].*)$`
@@ -338,5 +342,77 @@ var Catalog = []Mutant{
 				"\t\treturn nil, false, nil",
 				"\t}")}},
 		Cmd: shardUnion,
+	},
+	// The encoded store (WithEncodedStore) keeps each object's bytes; an
+	// update of an object it holds at the same resourceVersion keeps them
+	// without encoding again. Comparing the key alone keeps the old bytes of
+	// every updated object.
+	{
+		Name:   "encoded-upsert-keeps-old-bytes",
+		Where:  "internal/encstore/store.go: (*Store).put",
+		Breaks: "an update of an object the encoded store holds keeps the old version's bytes: every read returns the object as it was first stored",
+		Edits: []Edit{{File: "internal/encstore/store.go",
+			Old: "if found && e.rv == rv {",
+			New: "if found {"}},
+		Cmd: harness,
+	},
+	// A deletion that the re-list diff sends with a placeholder object is
+	// resolved by the informer, in queue order, to the last object the
+	// store holds; handing the placeholder on tells handlers an object with
+	// no content.
+	{
+		Name:   "encoded-delete-placeholder-handed",
+		Where:  "internal/informer/informer.go: (*sharedIndexInformer).resolveDeleted",
+		Breaks: "a re-list's deletion reaches the handlers as the placeholder (name, uid and resourceVersion only), not as the last object they were told",
+		Edits: []Edit{{File: "internal/informer/informer.go",
+			Old: "if s.lastStored == nil || !s.lastStored(obj) {",
+			New: "if s.lastStored == nil || s.lastStored != nil {"}},
+		Cmd: harness,
+	},
+	// The hot cache of decoded objects is checked against the version the
+	// store holds; looking up by key alone serves an object that changed
+	// since it was read.
+	{
+		Name:   "encoded-hot-serves-changed",
+		Where:  "internal/encstore/hot.go: (*hotCache).get",
+		Breaks: "a Get after an update returns the object as it was when last read, from the hot cache",
+		Edits: []Edit{{File: "internal/encstore/hot.go",
+			Old: "if !ok || it.ver != ver {",
+			New: "if !ok {"}},
+		Cmd: encstorePackage,
+	},
+	// A hot-cache hit hands the caller a copy, which it owns as it would a
+	// freshly decoded object; handing the cached object itself lets one
+	// caller's change reach every later read.
+	{
+		Name:   "encoded-hot-hands-its-object",
+		Where:  "internal/encstore/store.go: (*Store).read",
+		Breaks: "a hot-cache hit returns the cached object itself: a caller that changes what it read changes what the next caller reads",
+		Edits: []Edit{{File: "internal/encstore/store.go",
+			Old: "\t\treturn obj.DeepCopyObject(), nil\n\t}\n\tobj, raw, err := s.decodeRaw(key, e)",
+			New: "\t\treturn obj, nil\n\t}\n\tobj, raw, err := s.decodeRaw(key, e)"}},
+		Cmd: encstorePackage,
+	},
+	// Index values are computed once, when an object is stored; updating
+	// the index with the replaced entry's values leaves an object under
+	// the values it had before.
+	{
+		Name:   "encoded-index-keeps-old-values",
+		Where:  "internal/encstore/store.go: (*Store).storeLocked",
+		Breaks: "an object's index entries stay those of the version it replaced: ByIndex misses a new object and answers an updated one under its old values",
+		Edits: []Edit{{File: "internal/encstore/store.go",
+			Old: "s.index.update(p.key, old.values, p.e.values)",
+			New: "s.index.update(p.key, old.values, old.values)"}},
+		Cmd: encstorePackage,
+	},
+	// Replace deletes the keys its list does not have, in place.
+	{
+		Name:   "encoded-replace-keeps-gone",
+		Where:  "internal/encstore/store.go: (*Store).Replace",
+		Breaks: "a Replace keeps the objects its list no longer has",
+		Edits: []Edit{{File: "internal/encstore/store.go",
+			Old: "if _, ok := seen[key]; !ok {",
+			New: "if _, ok := seen[key]; !ok && len(seen) == 0 {"}},
+		Cmd: encstorePackage,
 	},
 }
