@@ -448,4 +448,10 @@ var quotes = []quote{
 		[]string{`"sampleEvery": "5ms"`}},
 	{memory, "The reference, defaults, controller-runtime and scale runs sampled every 5 ms, the encoded and speed runs every 2 ms", "bench/results/cachebench-speed.json",
 		[]string{`"sampleEvery": "2ms"`}},
+
+	// docs/memory.md, "Why two measurements of re-list peaks differ".
+	{memory, "history; 1.25 and 1.31 in the committed rerun)", speed,
+		[]string{"leanstore typed, strip managedFields and last-applied, share equal parts, streaming:", "/ 1.25x /"}},
+	{memory, "history; 1.25 and 1.31 in the committed rerun)", speed,
+		[]string{"leanstore metadata-only, strip managedFields and last-applied, share equal parts, streaming:", "/ 1.31x /"}},
 }
