@@ -33,10 +33,12 @@ type quote struct {
 }
 
 const (
-	readme     = "README.md"
-	memory     = "docs/memory.md"
-	errorsDoc  = "docs/errors-and-backoff.md"
-	resultsDoc = "bench/results/README.md"
+	readme      = "README.md"
+	memory      = "docs/memory.md"
+	errorsDoc   = "docs/errors-and-backoff.md"
+	resultsDoc  = "bench/results/README.md"
+	troubleDoc  = "docs/troubleshooting.md"
+	shardingDoc = "docs/sharding.md"
 
 	standard   = "bench/results/cachebench-standard.txt"
 	defaults   = "bench/results/cachebench-defaults.txt"
@@ -49,6 +51,7 @@ const (
 	encBench   = "bench/results/encstore-bench.txt"
 	goBench    = "bench/results/go-bench.txt"
 	resilience = "bench/results/resilience.md"
+	shardRun   = "bench/results/cachebench-shard.txt"
 )
 
 // normSpace writes every run of white space as one space.
