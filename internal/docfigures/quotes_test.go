@@ -25,8 +25,9 @@ type quote struct {
 	// order (white space as in text). line[0] names the line (a mode, a
 	// label, or a profile line's first field, whose function comes after its
 	// figures); the other elements are the figures: each of their numbers must
-	// also be in text, as written there or rounded there into a larger unit
-	// (34907 bytes quoted as 34.9 KB). An element never matches inside a
+	// also be in text, as written there, rounded to fewer decimals (2.132 s as
+	// 2.13 s) or rounded into a unit a thousand, a million or a billion times
+	// larger (34907 bytes as 34.9 KB). An element never matches inside a
 	// longer number ("1.2" is not found in "1.25" nor in "11.2").
 	file string
 	line []string
@@ -143,6 +144,10 @@ func checkQuotes(root string, quotes []quote) ([]string, error) {
 	}
 	var problems []string
 	for _, q := range quotes {
+		if len(q.line) == 0 || slices.Contains(q.line, "") {
+			problems = append(problems, fmt.Sprintf("%s: the entry for %q names no line of %s, or has an empty element", q.doc, q.text, q.file))
+			continue
+		}
 		doc, err := get(q.doc)
 		if err != nil {
 			return nil, err
@@ -179,9 +184,9 @@ func checkQuotes(root string, quotes []quote) ([]string, error) {
 }
 
 // TestDocsQuoteTheirResultsLines is the check over the list in
-// quotes_list_test.go:
-// every figure listed there is in its document and on its line of its
-// results file.
+// quotes_list_test.go: every quote listed there is in its document, and its
+// figures are on their line of its results file. It runs in make test and
+// make test-short (go test ./... at the root; it needs no server).
 func TestDocsQuoteTheirResultsLines(t *testing.T) {
 	problems, err := checkQuotes(filepath.Join("..", ".."), quotes)
 	if err != nil {
