@@ -115,8 +115,9 @@
 //
 // Status reports per informer the list path the server really served and why,
 // the last list, the objects kept on the last re-list and the failures by cause.
-// Census counts objects and estimates the heap they hold (within 5% of the
-// measured heap); with WithMetrics both are Prometheus gauges. Check is a
+// Census counts objects and estimates the heap they hold (docs/memory.md says
+// how close the estimate comes to the measured heap, and which benchmark
+// measures it); with WithMetrics both are Prometheus gauges. Check is a
 // readiness check that names informers not synced or degraded. Unwrap finds the
 // leanstore Informer behind client-go's typed informer views.
 package leanstore

@@ -19,10 +19,10 @@ import (
 // object; with sharing, one such change also rewrites every other object that
 // shares the value, so leanstore watches exactly those values. The guard keeps,
 // for each shared value, the hash it had when it was shared, the object it was
-// first shared from and the field path there (about 130 bytes per shared value,
-// not per object: 60 bytes per typed Pod and less than 1 per metadata-only Pod
-// in BenchmarkSharing); a check hashes every shared value again and reports those whose
-// hash changed. It reports and never panics: a *MutationError from
+// first shared from and the field path there, a cost per shared value, not per
+// object (the share-guard modes of BenchmarkSharing in bench/ measure it beside
+// sharing alone); a check hashes every shared value again and reports those
+// whose hash changed. It reports and never panics: a *MutationError from
 // CheckMutations, a log line, Status.Mutations and the mutations_total counter.
 // Values unique to one object are client-go's detector's business: changing
 // them harms no other object.

@@ -27,7 +27,8 @@ import (
 // type gets a plan once, the offsets of its string fields and of the pointers,
 // slices and maps that lead to more, and the plan is applied through unsafe
 // pointers. The reflective walk of sharing (share.go), which hashes every value
-// to compare parts, cost about 50 µs per Pod when used for strings alone. The
+// to compare parts, cost much more CPU per Pod when used for strings alone
+// (BenchmarkIntern; docs/memory.md, "The defaults, measured", has its figures). The
 // plan visits the same strings, writes the same fields and nothing else: a
 // string field, an element of a slice or a map entry of the object's own, as
 // the reflective walk does (TestInternPlanMatchesTheWalk). Interfaces, arrays

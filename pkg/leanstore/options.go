@@ -55,8 +55,9 @@ const (
 	// WireDefault is protobuf for typed and metadata-only informers and JSON for
 	// dynamic ones, which is all custom resources can be served as.
 	WireDefault WireFormat = ""
-	// WireProtobuf asks for protobuf: smaller on the wire and 4-7 times faster to
-	// decode than JSON.
+	// WireProtobuf asks for protobuf: smaller on the wire and several times
+	// faster to decode than JSON (BenchmarkDecodePodList in bench/; its figures
+	// are in bench/results/go-bench.txt).
 	WireProtobuf WireFormat = "protobuf"
 	// WireJSON asks for JSON.
 	WireJSON WireFormat = "json"
@@ -325,9 +326,10 @@ func WithSharing(on bool) Option {
 // informer checks every 5 seconds while it runs. Setting
 // CACHETUNE_MUTATION_DETECTOR=true in the environment turns it on everywhere,
 // as client-go's KUBE_CACHE_MUTATION_DETECTOR does its own detector. It costs
-// about 130 bytes per shared value, not per object (BenchmarkSharing: 60 bytes
-// per typed Pod, less than 1 per metadata-only Pod) and a hash of every shared
-// value per check; it is meant for tests and staging, like client-go's. It has
+// a record per shared value, not per object (its hash, the object it was first
+// shared from and the field path; BenchmarkSharing in bench/ measures it), and
+// a hash of every shared value per check; it is meant for tests and staging,
+// like client-go's. It has
 // no effect without WithSharing: interned strings cannot change in place.
 func WithMutationGuard(on bool) Option {
 	return func(o *options) { o.strip.guard, o.guardSet = on, true }
@@ -390,12 +392,12 @@ func WithDegradedAfter(n int) Option {
 // WithHeapBound bounds the heap while an informer lists: when the heap in use
 // grows past bound times the live heap (and by at least 2 MiB), the list runs a
 // garbage collection before it goes on, and once more at its end. The default,
-// 1.25, keeps the start-up and re-list peaks near the cache's own size: measured
-// with go test ./pkg/leanstore/ -run '^$' -bench BenchmarkPacedList -short, a
-// list of 10,000 Pods peaks at 1.1 times its live heap with 35 collections
-// forced (20 KB kept a Pod) and at 1.3 times with 120 (3.5 KB kept, with
-// sharing), instead of about twice the live heap (GOGC=100). 0 leaves
-// collections to the runtime's pacing alone.
+// 1.25, keeps the start-up and re-list peaks near the cache's own size instead
+// of about twice the live heap (GOGC=100), for the collections it forces:
+// docs/memory.md ("The defaults, measured") gives the peaks and the forced
+// collections measured, and BenchmarkPacedList (go test ./pkg/leanstore/ -run
+// '^$' -bench BenchmarkPacedList) measures them for a list of 10,000 Pods. 0
+// leaves collections to the runtime's pacing alone.
 //
 // The bound is help for a process that left the garbage collector's settings
 // alone, and it never changes them. It does not apply when GOGC or GOMEMLIMIT

@@ -61,12 +61,13 @@ const (
 )
 
 // maxForcedPerList caps the collections one list forces, finish's included.
-// BenchmarkPacedList (go test ./pkg/leanstore/ -run '^$' -bench BenchmarkPacedList
-// -benchtime 3x) measured, for a list of 10,000 Pods at the default bound, about
-// 35 collections when the list keeps 20 KB of each Pod (23 against the projected
-// live heap) and 126 when it keeps 3.5 KB (sharing: more garbage per byte kept,
-// which the projection does not change); capped at 64, the second list's peak
-// rose from 1.3 to 2.4 times its live heap.
+// A list that shares equal parts keeps less of what it allocates than one that
+// only strips, so it forces several times as many collections (the projection
+// does not change that), and a lower cap let its peak rise far past the bound:
+// BenchmarkPacedList (go test ./pkg/leanstore/ -run '^$' -bench
+// BenchmarkPacedList -benchtime 3x) compares, for a list of 10,000 Pods, the
+// collections and peaks with and without the cap and the projection;
+// docs/memory.md ("The defaults, measured") gives the collections measured.
 // 256 leaves such lists alone and still bounds the cost of a list many times
 // larger, or of one that makes far more garbage. (A variable only so that the
 // benchmark can compare without it.)
@@ -217,8 +218,9 @@ func garbageAbove(inUse, live uint64, bound float64, minGarbage uint64) bool {
 // (live, projected) has not outgrown that by much. During a re-list the cache
 // being replaced is still live, and so is the old version of every object that
 // changed: bounded by the live heap of the moment, a re-list of a lean cache at
-// churn 0.1 peaked at 1.36 to 1.38 times the live heap it ended with
-// (cachebench-speed.txt), the old versions and minGarbage on top of the bound.
+// churn 0.1 peaked well above the bound times the live heap it ended with, the
+// old versions and minGarbage on top of the bound (docs/memory.md, "Why two
+// measurements of re-list peaks differ").
 // When the old versions alone pass the expected heap by more than half the
 // bound's margin (many objects changed), the ceiling stays that half margin
 // above the live heap of the moment: a re-list of a cache whose every object

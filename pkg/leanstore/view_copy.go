@@ -16,8 +16,8 @@ import (
 // away with the list's resourceVersion set on it (see deletedAt); after a
 // shard rebalance that is a third of the cache or more, and a deep copy of each
 // was a second copy of everything that moved away, alive at once: the heap
-// peak of the rebalance (measured with cachebench shard --heap-profiles: 13 of
-// the 20 MB a replica of 3,000 Pods allocated in a rebalance).
+// peak of the rebalance (measured with cachebench shard --heap-profiles: most
+// of what a replica allocated in a rebalance).
 //
 // Handed objects are never changed in place, so the shared parts stay as they
 // are. An object whose metadata the top-level copy would still share (its
