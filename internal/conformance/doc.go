@@ -39,9 +39,12 @@
 //     leanstore's events and objects equal client-go's of the same kind (see
 //     streams.go for what a list may coalesce, and why the rest may not);
 //   - faults that act: each step reads the proxy's counters of its fault
-//     (faults.Counter), and a step whose fault met no request or stream runs
-//     again, up to Config.Attempts times, then fails; Result.Acted counts
-//     the steps that acted;
+//     (faults.Counter); a fault that no request met yet holds, the writer
+//     writing on, until one does or for up to 65 s (a client-go informer
+//     backing off may make the only request it can act on), and a step
+//     whose fault met no request or stream runs again, up to
+//     Config.Attempts times, then fails; Result.Acted counts the steps that
+//     acted;
 //   - time to truth: after each step every leanstore informer holds the
 //     truth within its bound (Bounds: within client-go's time of the same
 //     kind plus Slack where client-go converges, and within Quick, or Slow

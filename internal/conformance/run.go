@@ -313,6 +313,7 @@ func (r *runState) hold(ctx context.Context, f Fault, a *applied, rnd *rand.Rand
 	if f.ghost {
 		return ghost(ctx, r.w, r.proxy, r.subjects, a)
 	}
+	rules0, triggers0 := a.counts()
 	n := 1 + rnd.IntN(r.cfg.MaxWrites)
 	at := rnd.IntN(n + 1)
 	writes := 0
@@ -329,8 +330,35 @@ func (r *runState) hold(ctx context.Context, f Fault, a *applied, rnd *rand.Rand
 		writes++
 	}
 	sleepCtx(ctx, time.Duration(200+rnd.IntN(1300))*time.Millisecond) // the fault holds a while
+	// A fault that no request met yet holds until one does, up to
+	// holdUntilActed: a rule may need a request that only a later list
+	// makes, e.g. a streaming list of a client-go informer still backing
+	// off from the step before (leanstore's informers in auto mode list
+	// with LIST once a stream ended without its initial-events-end
+	// bookmark, so only client-go's may meet a streaming-list fault).
+	// The writer goes on writing, a write a second, so that no watch falls
+	// quiet long enough for leanstore's idle time-out.
+	deadline := time.Now().Add(holdUntilActed)
+	for i := 1; ctx.Err() == nil && time.Now().Before(deadline); i++ {
+		rules, triggers := a.counts()
+		if f.actedOn(rules-rules0, triggers-triggers0) {
+			break
+		}
+		sleepCtx(ctx, 100*time.Millisecond)
+		if i%10 == 0 {
+			if err := r.w.write(ctx); err != nil {
+				return writes, err
+			}
+			writes++
+		}
+	}
 	return writes, nil
 }
+
+// holdUntilActed bounds how long a step holds a fault that no request met:
+// client-go's reflector backs off up to 30 s between lists, doubled by its
+// jitter.
+const holdUntilActed = 65 * time.Second
 
 // startSubjects runs every subject's informer and resourceVersion recorder
 // until the returned stop is called, which waits for them; a second call
