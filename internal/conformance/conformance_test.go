@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -149,4 +150,20 @@ func seedsFromEnv(t *testing.T) []uint64 {
 		seeds[i] = first + uint64(i)
 	}
 	return seeds
+}
+
+// TestPlansDrawNoDisabledFault fails when a plan draws a fault after a sticky
+// fault that leaves it nothing to act on (a streaming-list fault once the
+// server never ends a streaming list's initial events: no informer streams
+// any more, and the step could only fail for not acting).
+func TestPlansDrawNoDisabledFault(t *testing.T) {
+	for seed := range uint64(5000) {
+		plan, err := conformance.PlanFaults(seed, nil, conformance.DefaultSteps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i := slices.Index(plan, "no-initial-events-end"); i >= 0 && slices.Contains(plan[i:], "streaming-list-410") {
+			t.Fatalf("seed %d plans %v: streaming-list-410 after no-initial-events-end", seed, plan)
+		}
+	}
 }

@@ -37,18 +37,31 @@ func PlanFaults(seed uint64, names []string, steps int) ([]string, error) {
 // fault is drawn once at most, while the catalog has other faults: it stays
 // in force, and drawn again it may have nothing left to act on (the
 // informers that met a server without the initial-events-end bookmark list
-// with LIST for good, and client-go's after a stall are stuck).
+// with LIST for good, and client-go's after a stall are stuck); nor is a
+// fault that a sticky one drawn before it disables (Fault.disables: no
+// streaming-list fault once no informer streams): the next candidate takes
+// its place.
 func planOf(seed uint64, catalog []Fault, steps int) []Fault {
 	rnd := rand.New(rand.NewPCG(seed, planStream))
 	plan := make([]Fault, steps)
 	drawn := map[string]bool{}
+	disabled := map[string]bool{}
 	for i := range plan {
 		cands := slices.DeleteFunc(slices.Clone(catalog), func(f Fault) bool { return f.sticky && drawn[f.Name] })
 		if len(cands) == 0 {
 			cands = catalog
 		}
-		plan[i] = cands[rnd.IntN(len(cands))]
+		j := rnd.IntN(len(cands))
+		// A disabled fault gives way to the next candidate that is not:
+		// every other step, and every program without it, keeps its draw.
+		for k := 0; k < len(cands) && disabled[cands[j].Name]; k++ {
+			j = (j + 1) % len(cands)
+		}
+		plan[i] = cands[j]
 		drawn[plan[i].Name] = true
+		for _, name := range plan[i].disables {
+			disabled[name] = true
+		}
 	}
 	return plan
 }
