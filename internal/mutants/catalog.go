@@ -108,25 +108,25 @@ var Catalog = []Mutant{
 			New: "\t\t\tif lr.N != 0 && !sawMeta {\n"}},
 		Cmd: harness,
 	},
-	// The stripper removes managedFields from objects the protobuf walker
+	// The shrink pipeline removes managedFields from objects the protobuf walker
 	// did not strip (JSON: the dynamic informers, a server answering JSON);
 	// an inverted nil check keeps them.
 	{
 		Name:   "strip-keeps-managed-fields",
-		Where:  "pkg/leanstore/transform.go: (*stripper).apply",
+		Where:  "internal/shrink/pipeline.go: (*Pipeline).Apply",
 		Breaks: "managedFields are kept on objects decoded from JSON (dynamic informers): the cache holds what it promised to strip",
-		Edits: []Edit{{File: "pkg/leanstore/transform.go",
-			Old: "if s.managedFields && m.GetManagedFields() != nil {",
-			New: "if s.managedFields && m.GetManagedFields() == nil {"}},
+		Edits: []Edit{{File: "internal/shrink/pipeline.go",
+			Old: "if p.ManagedFields && m.GetManagedFields() != nil {",
+			New: "if p.ManagedFields && m.GetManagedFields() == nil {"}},
 		Cmd: harness,
 	},
 	// Stripping an annotation copies the map without it; dropping the
 	// whole map as soon as one key must go strips too much.
 	{
 		Name:   "strip-drops-every-annotation",
-		Where:  "pkg/leanstore/transform.go: stripAnnotations",
+		Where:  "internal/shrink/pipeline.go: stripAnnotations",
 		Breaks: "an object with the last-applied annotation loses all its other annotations too (JSON-decoded objects)",
-		Edits: []Edit{{File: "pkg/leanstore/transform.go",
+		Edits: []Edit{{File: "internal/shrink/pipeline.go",
 			Old: "\tif n == len(ann) {\n\t\tm.SetAnnotations(nil)",
 			New: "\tif n > 0 {\n\t\tm.SetAnnotations(nil)"}},
 		Cmd: harness,
@@ -135,9 +135,9 @@ var Catalog = []Mutant{
 	// that interns the key twice stores every value as its key.
 	{
 		Name:   "intern-map-value-from-key",
-		Where:  "pkg/leanstore/intern.go: (*shareTable).internPlanAt, the map[string]string step",
+		Where:  "internal/shrink/intern.go: (interner).internPlanAt, the map[string]string step",
 		Breaks: "every label (and annotation) value of a typed object becomes its key (WithInterning, the default)",
-		Edits: []Edit{{File: "pkg/leanstore/intern.go",
+		Edits: []Edit{{File: "internal/shrink/intern.go",
 			Old: "kc, vc := t.internString(k), t.internString(v)",
 			New: "kc, vc := t.internString(k), t.internString(k)"}},
 		Cmd: harness,
@@ -147,9 +147,9 @@ var Catalog = []Mutant{
 	// previous entry's value (or the empty string) under the key.
 	{
 		Name:   "share-map-entry-loses-value",
-		Where:  "pkg/leanstore/share.go: (*sharer).mapValue",
+		Where:  "internal/shrink/sharer.go: (*sharer).mapValue",
 		Breaks: "a label (or annotation) whose key or value was made canonical gets another entry's value, or none (WithSharing)",
-		Edits: []Edit{{File: "pkg/leanstore/share.go",
+		Edits: []Edit{{File: "internal/shrink/sharer.go",
 			Old: "\t\t\t\tstr.SetString(w.sv)\n",
 			New: ""}},
 		Cmd: harness,
@@ -161,13 +161,13 @@ var Catalog = []Mutant{
 	// maps that differ in a value share one copy.
 	{
 		Name:   "share-maps-that-differ",
-		Where:  "pkg/leanstore/share.go: (*sharer).mapString; pkg/leanstore/sharetable.go: (*shareTable).lookup",
+		Where:  "internal/shrink/sharer.go: (*sharer).mapString; internal/shrink/sharetable.go: (*shareTable).lookup",
 		Breaks: "two label maps with the same keys and values alike in their first 4 bytes (app-1, app-2) share one copy: a Pod shows another Pod's labels (WithSharing)",
 		Edits: []Edit{
-			{File: "pkg/leanstore/share.go",
+			{File: "internal/shrink/sharer.go",
 				Old: "vh := maphash.String(shareSeed, vs)",
 				New: "vh := maphash.String(shareSeed, vs[:min(len(vs), 4)])"},
-			{File: "pkg/leanstore/sharetable.go",
+			{File: "internal/shrink/sharetable.go",
 				Old: "if equalValues(cand, v) {",
 				New: "if cand.IsValid() {"},
 		},

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/cachetune/cachetune/internal/shrink"
 	"github.com/cachetune/cachetune/pkg/testkit/dataset"
 )
 
@@ -34,19 +35,19 @@ func BenchmarkCensusAccuracy(b *testing.B) {
 	spec := dataset.Spec{Name: "standard", Namespace: "bench"}
 	for _, tc := range []struct {
 		name string
-		s    stripper
+		s    shrink.Pipeline
 	}{
-		{"strip-mf", stripper{managedFields: true}},
-		{"strip-mf-la", stripper{managedFields: true, annotations: map[string]bool{LastAppliedAnnotation: true}}},
-		{"strip-mf-la-intern", stripper{managedFields: true, annotations: map[string]bool{LastAppliedAnnotation: true}, intern: true}},
-		{"strip-mf-la-share", stripper{managedFields: true, annotations: map[string]bool{LastAppliedAnnotation: true}, share: true}},
+		{"strip-mf", shrink.Pipeline{Config: shrink.Config{ManagedFields: true}}},
+		{"strip-mf-la", shrink.Pipeline{Config: shrink.Config{ManagedFields: true, Annotations: map[string]bool{LastAppliedAnnotation: true}}}},
+		{"strip-mf-la-intern", shrink.Pipeline{Config: shrink.Config{ManagedFields: true, Annotations: map[string]bool{LastAppliedAnnotation: true}, Intern: true}}},
+		{"strip-mf-la-share", shrink.Pipeline{Config: shrink.Config{ManagedFields: true, Annotations: map[string]bool{LastAppliedAnnotation: true}, Share: true}}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			for range b.N {
 				store := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 				before := liveHeap()
 				for i := range n {
-					obj, err := tc.s.apply(dataset.NewPod(spec, i, now), schema.GroupResource{Resource: "pods"})
+					obj, err := tc.s.Apply(dataset.NewPod(spec, i, now), schema.GroupResource{Resource: "pods"})
 					if err != nil {
 						b.Fatal(err)
 					}

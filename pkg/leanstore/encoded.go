@@ -108,10 +108,10 @@ func (o *options) validateEncoded() error {
 	default:
 		return fmt.Errorf("leanstore: WithEncodedStore: unknown compression %s", o.encoded.Compression)
 	}
-	if o.strip.share {
+	if o.strip.Share {
 		return fmt.Errorf("leanstore: WithEncodedStore and WithSharing exclude each other: an encoded store keeps bytes, not shared values")
 	}
-	if o.guardSet && o.strip.guard {
+	if o.guardSet && o.strip.Guard {
 		return fmt.Errorf("leanstore: WithEncodedStore and WithMutationGuard exclude each other: an encoded store hands out objects the caller owns, there is nothing shared to guard")
 	}
 	return nil

@@ -2,14 +2,11 @@ package leanstore
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"os"
-	"runtime"
-	"sort"
 	"strconv"
 	"time"
-	"unsafe"
+
+	"github.com/cachetune/cachetune/internal/shrink"
 )
 
 // The mutation guard (WithMutationGuard, or CACHETUNE_MUTATION_DETECTOR=true in
@@ -36,99 +33,16 @@ const MutationGuardEnv = "CACHETUNE_MUTATION_DETECTOR"
 // transforms) checks the shared values.
 var guardInterval = 5 * time.Second
 
-// guardRecord is what the guard knows of one shared value. Its fields are
-// written with the table's lock held.
-type guardRecord struct {
-	key, path string
-	holders   int  // objects given this value, including the first
-	reported  bool // logged and counted already
-}
-
-// MutationError reports a shared value of cached objects that changed in place.
-type MutationError struct {
-	// Informer names the informer whose cache holds the value ("" for a
-	// Transformer).
-	Informer string
-	// Key is the namespace/name of the object the value was first shared from.
-	Key string
-	// Path is the value's field path in that object, e.g. metadata.labels or
-	// spec.containers[0].env.
-	Path string
-	// Holders counts the cached objects the value was given to.
-	Holders int
-}
-
-func (e *MutationError) Error() string {
-	where := ""
-	if e.Informer != "" {
-		where = e.Informer + " "
-	}
-	return fmt.Sprintf("cached object %s%s: %s changed in place; the value is shared by up to %d cached objects, which all changed with it",
-		where, e.Key, e.Path, e.Holders)
-}
+// MutationError reports a shared value of cached objects that changed in place:
+// the informer whose cache holds it (Informer, "" for a Transformer), the
+// namespace/name of the object it was first shared from (Key), its field path
+// there (Path, e.g. spec.containers[0].env) and how many cached objects it was
+// given to (Holders).
+type MutationError = shrink.MutationError
 
 func mutationGuardFromEnv() bool {
 	on, _ := strconv.ParseBool(os.Getenv(MutationGuardEnv))
 	return on
-}
-
-// mutations hashes every shared value again and returns those whose hash
-// changed since they were shared, deepest path first; fresh are those no
-// earlier check found.
-func (t *shareTable) mutations() (all, fresh []*MutationError) {
-	var changed []*canonEntry
-	for _, e := range t.entries() {
-		if e.g == nil {
-			continue
-		}
-		q := e.p.Value()
-		if q == nil {
-			continue
-		}
-		// Reading is safe beside listers: nothing writes a shared value but
-		// the code this looks for.
-		h := hashValue(fromPointer(e.t, unsafe.Pointer(q), e.n))
-		runtime.KeepAlive(q)
-		if h != e.h {
-			changed = append(changed, e)
-		}
-	}
-	if len(changed) == 0 {
-		return nil, nil
-	}
-	t.mu.Lock()
-	for _, e := range changed {
-		err := &MutationError{Key: e.g.key, Path: e.g.path, Holders: e.g.holders}
-		all = append(all, err)
-		if !e.g.reported {
-			e.g.reported = true
-			fresh = append(fresh, err)
-		}
-	}
-	t.mu.Unlock()
-	deepestFirst(all)
-	deepestFirst(fresh)
-	return all, fresh
-}
-
-func deepestFirst(s []*MutationError) {
-	sort.SliceStable(s, func(i, j int) bool {
-		if len(s[i].Path) != len(s[j].Path) {
-			return len(s[i].Path) > len(s[j].Path)
-		}
-		return s[i].Key+s[i].Path < s[j].Key+s[j].Path
-	})
-}
-
-func joinMutations(errs []*MutationError) error {
-	if len(errs) == 0 {
-		return nil
-	}
-	out := make([]error, len(errs))
-	for i, e := range errs {
-		out[i] = e
-	}
-	return errors.Join(out...)
 }
 
 // CheckMutations hashes every value the informer's cached objects share and
@@ -138,22 +52,22 @@ func joinMutations(errs []*MutationError) error {
 // What it finds for the first time is also logged and counted, as the
 // periodic check does.
 func (i *Informer) CheckMutations() error {
-	if i.table == nil || !i.table.guarded {
+	if !i.strip.Guarded() {
 		return nil
 	}
-	all, fresh := i.table.mutations()
+	all, fresh := i.strip.Mutations()
 	for _, e := range all {
 		e.Informer = i.name
 	}
 	i.tracker.mutated(fresh)
-	return joinMutations(all)
+	return shrink.JoinMutations(all)
 }
 
 // runGuard checks the shared values every guardInterval until ctx ends, when
 // the informer has a guard, and returns a function that waits for the check's
 // goroutine to end.
 func (i *Informer) runGuard(ctx context.Context) (wait func()) {
-	if i.table == nil || !i.table.guarded {
+	if !i.strip.Guarded() {
 		return func() {}
 	}
 	done := make(chan struct{})

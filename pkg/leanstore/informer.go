@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/cachetune/cachetune/internal/shrink"
 	"github.com/cachetune/cachetune/pkg/failure"
 )
 
@@ -28,11 +29,10 @@ type Informer struct {
 	name     string
 	resource schema.GroupResource
 	lw       *listWatch // nil for a client-go fallback informer
-	// strip is the informer's stripping; SetTransform adds the caller's
-	// transform to it.
-	strip   *stripper
+	// strip is the informer's shrink pipeline, with the canonical values of
+	// its objects; SetTransform adds the caller's transform to it.
+	strip   *shrink.Pipeline
 	tracker *tracker
-	table   *shareTable // canonical values of this informer's objects; nil without interning or sharing
 	// invalid is the factory's first invalid option: such an informer never
 	// runs, so that it cannot sync with settings it was not given.
 	invalid error
@@ -60,10 +60,21 @@ type informerConfig struct {
 }
 
 func newInformer(cfg informerConfig, o *options, state *factoryState, m *metrics) *Informer {
-	strip := o.strip.withTable() // a copy: SetTransform changes only this informer
+	invalid := o.err
+	var enc *EncodedStore
+	if invalid == nil {
+		enc = o.encodedFor(cfg.gr())
+	}
+	sc := o.strip
+	if enc != nil {
+		// An encoded store keeps bytes: interning and sharing would only
+		// build values that are encoded and dropped.
+		sc.Intern, sc.Share = false, false
+	}
+	strip := shrink.NewPipeline(sc) // the informer's own: SetTransform changes only this informer
 	tr := newTracker(cfg.name, cfg.gr().String(), cfg.wire, o.logger, m)
 	lw := &listWatch{
-		src: cfg.src, gr: cfg.gr, opts: o, strip: &strip, state: state,
+		src: cfg.src, gr: cfg.gr, opts: o, strip: strip, state: state,
 		health: newHealth(tr, o.backoff), view: newView(), example: cfg.example,
 		shard: newShardFilter(o.shard),
 	}
@@ -74,13 +85,8 @@ func newInformer(cfg informerConfig, o *options, state *factoryState, m *metrics
 	if cfg.lean {
 		lw.raw = cfg.src.(rawSource)
 	}
-	invalid := o.err
 	var inner cache.SharedIndexInformer
-	if enc := o.encodedFor(cfg.gr()); enc != nil && invalid == nil {
-		// An encoded store keeps bytes: interning and sharing would only
-		// build values that are encoded and dropped.
-		lw.strip.intern, lw.strip.share, lw.strip.table = false, false, nil
-		strip.table = nil
+	if enc != nil {
 		lw.view.compact = true
 		var err error
 		if inner, err = encodedInformer(lw, cfg, enc); err != nil {
@@ -95,7 +101,7 @@ func newInformer(cfg informerConfig, o *options, state *factoryState, m *metrics
 		})
 	}
 	tr.reflector = standInReflector(lw, cfg.example, cfg.name)
-	inf := &Informer{SharedIndexInformer: inner, name: cfg.name, resource: cfg.gr(), lw: lw, strip: lw.strip, tracker: tr, table: strip.table, invalid: invalid}
+	inf := &Informer{SharedIndexInformer: inner, name: cfg.name, resource: cfg.gr(), lw: lw, strip: strip, tracker: tr, invalid: invalid}
 	if lw.view.compact {
 		lw.view.placeholder = func(r *record) runtime.Object { return placeholder(r, cfg.example) }
 	}
@@ -136,13 +142,13 @@ func wrapClientGo(inner cache.SharedIndexInformer, example runtime.Object, name 
 		why = shardedClientGo(gr, why).Error()
 		inner = failingInformer(example, errors.New(why), o.resync)
 	}
-	strip := o.strip.withTable() // a copy with its own table: SetTransform changes only this informer
-	_ = inner.SetTransform(func(obj interface{}) (interface{}, error) { return strip.apply(obj, gr) })
+	strip := shrink.NewPipeline(o.strip) // the informer's own: SetTransform changes only this informer
+	_ = inner.SetTransform(func(obj any) (any, error) { return strip.Apply(obj, gr) })
 	tr := newTracker(name, gr.String(), "client-go", o.logger, m)
 	tr.st.ListPath = ListPathClientGo
 	tr.st.ListPathReason = why
 	tr.reflector = standInReflector(&cache.ListWatch{}, example, name)
-	inf := &Informer{SharedIndexInformer: inner, name: name, resource: gr, strip: &strip, tracker: tr, table: strip.table, invalid: o.err}
+	inf := &Informer{SharedIndexInformer: inner, name: name, resource: gr, strip: strip, tracker: tr, invalid: o.err}
 	_ = inner.SetWatchErrorHandlerWithContext(inf.reflectorError)
 	return inf
 }
@@ -211,7 +217,7 @@ func (i *Informer) SetTransform(handler cache.TransformFunc) error {
 	if i.started {
 		return errors.New("leanstore: informer has already started")
 	}
-	i.strip.user = handler
+	i.strip.Transform = handler
 	return nil
 }
 

@@ -503,7 +503,7 @@ func (lw *listWatch) keep(obj kruntime.Object, copyOut, reuse bool) (kruntime.Ob
 	if copyOut {
 		obj = shallowCopy(obj)
 	}
-	out, err := lw.strip.apply(obj, lw.gr())
+	out, err := lw.strip.Apply(obj, lw.gr())
 	if err != nil {
 		return nil, false, err
 	}

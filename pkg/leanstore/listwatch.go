@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/cachetune/cachetune/internal/shrink"
 	"github.com/cachetune/cachetune/pkg/failure"
 )
 
@@ -33,7 +34,7 @@ type listWatch struct {
 	src    source
 	gr     func() schema.GroupResource
 	opts   *options
-	strip  *stripper
+	strip  *shrink.Pipeline
 	state  *factoryState
 	health *health
 	// view is what the reflector has been handed: the last list and every

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cachetune/cachetune/pkg/backoff"
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"github.com/cachetune/cachetune/internal/shrink"
+	"github.com/cachetune/cachetune/pkg/backoff"
 )
 
 // Option configures a factory. Options apply to every informer of the factory.
@@ -80,7 +82,7 @@ type options struct {
 	fieldSelector string
 	resync        time.Duration
 	customResync  map[reflect.Type]time.Duration
-	strip         stripper
+	strip         shrink.Config
 	streaming     StreamingMode
 	wire          WireFormat
 	pageSize      int64
@@ -106,7 +108,7 @@ type options struct {
 func defaultOptions() options {
 	return options{
 		namespace:     metav1.NamespaceAll,
-		strip:         stripper{managedFields: true, intern: true, guard: mutationGuardFromEnv()},
+		strip:         shrink.Config{ManagedFields: true, Intern: true, Guard: mutationGuardFromEnv()},
 		streaming:     StreamingAuto,
 		pageSize:      500,
 		backoff:       DefaultBackoff(),
@@ -208,7 +210,7 @@ func WithCustomResync(resync map[metav1.Object]time.Duration) Option {
 // default: server-side apply bookkeeping that controllers almost never read and
 // that is often a third of an object.
 func WithKeepManagedFields() Option {
-	return func(o *options) { o.strip.managedFields = false }
+	return func(o *options) { o.strip.ManagedFields = false }
 }
 
 // WithStripLastApplied strips kubectl's last-applied-configuration annotation, a
@@ -220,11 +222,11 @@ func WithStripLastApplied() Option {
 // WithStripAnnotations strips the annotations with these exact keys.
 func WithStripAnnotations(keys ...string) Option {
 	return func(o *options) {
-		if o.strip.annotations == nil {
-			o.strip.annotations = map[string]bool{}
+		if o.strip.Annotations == nil {
+			o.strip.Annotations = map[string]bool{}
 		}
 		for _, k := range keys {
-			o.strip.annotations[k] = true
+			o.strip.Annotations[k] = true
 		}
 	}
 }
@@ -232,17 +234,17 @@ func WithStripAnnotations(keys ...string) Option {
 // WithStripAnnotationPrefixes strips every annotation whose key starts with one of
 // these prefixes, e.g. "kubectl.kubernetes.io/".
 func WithStripAnnotationPrefixes(prefixes ...string) Option {
-	return func(o *options) { o.strip.annotationPrefixes = append(o.strip.annotationPrefixes, prefixes...) }
+	return func(o *options) { o.strip.AnnotationPrefixes = append(o.strip.AnnotationPrefixes, prefixes...) }
 }
 
 // WithPrune adds a prune for one resource, whatever Go type its objects have in an
 // informer (typed, *unstructured.Unstructured, *metav1.PartialObjectMetadata).
 func WithPrune(resource schema.GroupResource, prune PruneFunc) Option {
 	return func(o *options) {
-		if o.strip.prunes == nil {
-			o.strip.prunes = map[schema.GroupResource][]PruneFunc{}
+		if o.strip.Prunes == nil {
+			o.strip.Prunes = map[schema.GroupResource][]func(runtime.Object) error{}
 		}
-		o.strip.prunes[resource] = append(o.strip.prunes[resource], prune)
+		o.strip.Prunes[resource] = append(o.strip.Prunes[resource], prune)
 	}
 }
 
@@ -258,10 +260,10 @@ func WithTypedPrune[T runtime.Object](prune func(T) error) Option {
 	var zero T
 	t := reflect.TypeOf(zero)
 	return func(o *options) {
-		if o.strip.typedPrunes == nil {
-			o.strip.typedPrunes = map[reflect.Type][]PruneFunc{}
+		if o.strip.TypedPrunes == nil {
+			o.strip.TypedPrunes = map[reflect.Type][]func(runtime.Object) error{}
 		}
-		o.strip.typedPrunes[t] = append(o.strip.typedPrunes[t], func(obj runtime.Object) error {
+		o.strip.TypedPrunes[t] = append(o.strip.TypedPrunes[t], func(obj runtime.Object) error {
 			return prune(obj.(T))
 		})
 	}
@@ -272,7 +274,7 @@ func WithTypedPrune[T runtime.Object](prune func(T) error) Option {
 // decodes; objects unchanged since the last list are kept as they are and not
 // transformed again. It must be idempotent, as client-go requires of transforms.
 func WithTransform(transform cache.TransformFunc) Option {
-	return func(o *options) { o.strip.user = transform }
+	return func(o *options) { o.strip.Transform = transform }
 }
 
 // WithInterning keeps one copy of each repeated string among the cached objects
@@ -286,7 +288,7 @@ func WithTransform(transform cache.TransformFunc) Option {
 // docs/memory.md gives what it saves and costs per mode, with the committed
 // results it comes from.
 func WithInterning(on bool) Option {
-	return func(o *options) { o.strip.intern = on }
+	return func(o *options) { o.strip.Intern = on }
 }
 
 // WithSharing makes the cached objects of each informer share their equal
@@ -315,7 +317,7 @@ func WithInterning(on bool) Option {
 // slice rather than write into the one an object holds: client-go runs them
 // again on their own output, whose parts other cached objects already share.
 func WithSharing(on bool) Option {
-	return func(o *options) { o.strip.share = on }
+	return func(o *options) { o.strip.Share = on }
 }
 
 // WithMutationGuard watches the values that sharing (WithSharing) gives to
@@ -332,7 +334,7 @@ func WithSharing(on bool) Option {
 // like client-go's. It has
 // no effect without WithSharing: interned strings cannot change in place.
 func WithMutationGuard(on bool) Option {
-	return func(o *options) { o.strip.guard, o.guardSet = on, true }
+	return func(o *options) { o.strip.Guard, o.guardSet = on, true }
 }
 
 // WithStreamingLists chooses between streaming lists and paged LISTs.

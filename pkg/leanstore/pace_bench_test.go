@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
 
+	"github.com/cachetune/cachetune/internal/shrink"
 	"github.com/cachetune/cachetune/pkg/testkit/dataset"
 )
 
@@ -35,10 +36,10 @@ func BenchmarkPacedList(b *testing.B) {
 	const n = 10000
 	for _, mode := range []struct {
 		name  string
-		strip stripper
+		strip shrink.Config
 	}{
-		{"strip-mf-la", stripper{managedFields: true, annotations: map[string]bool{LastAppliedAnnotation: true}}},
-		{"share", stripper{managedFields: true, annotations: map[string]bool{LastAppliedAnnotation: true}, share: true}},
+		{"strip-mf-la", shrink.Config{ManagedFields: true, Annotations: map[string]bool{LastAppliedAnnotation: true}}},
+		{"share", shrink.Config{ManagedFields: true, Annotations: map[string]bool{LastAppliedAnnotation: true}, Share: true}},
 	} {
 		for _, v := range []struct{ capped, projected bool }{{true, true}, {true, false}, {false, true}} {
 			capped, projected := v.capped, v.projected
@@ -52,7 +53,7 @@ func BenchmarkPacedList(b *testing.B) {
 				var forced, peakRatio float64
 				ops := 0
 				for b.Loop() {
-					f, r := pacedList(b, n, mode.strip.withTable())
+					f, r := pacedList(b, n, shrink.NewPipeline(mode.strip))
 					forced += float64(f)
 					peakRatio += r
 					ops++
@@ -66,7 +67,7 @@ func BenchmarkPacedList(b *testing.B) {
 
 // pacedList lists n Pods through a pacer and returns the collections it forced
 // and the heap's peak over the list's live heap.
-func pacedList(b *testing.B, n int, s stripper) (int, float64) {
+func pacedList(b *testing.B, n int, s *shrink.Pipeline) (int, float64) {
 	ser := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme)
 	spec := dataset.Spec{Name: "standard", Namespace: "bench"}
 	now := time.Date(2026, 11, 29, 12, 24, 22, 0, time.UTC)
@@ -106,7 +107,7 @@ func pacedList(b *testing.B, n int, s stripper) (int, float64) {
 		if _, _, err := ser.Decode(encode(i), nil, pod); err != nil {
 			b.Fatal(err)
 		}
-		out, err := s.apply(pod, podsGR)
+		out, err := s.Apply(pod, podsGR)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/scheme"
 
+	"github.com/cachetune/cachetune/internal/shrink"
 	"github.com/cachetune/cachetune/internal/wire"
 	"github.com/cachetune/cachetune/pkg/shard"
 )
@@ -53,7 +54,7 @@ func staticFilter(t *testing.T, index, total int) *shardFilter {
 }
 
 func shardedDecoder(f *shardFilter) *wire.Decoder {
-	return newWireDecoder(func() runtime.Object { return &corev1.Pod{} }, podsGR, nil, &stripper{managedFields: true}, f)
+	return newWireDecoder(func() runtime.Object { return &corev1.Pod{} }, podsGR, nil, shrink.NewPipeline(shrink.Config{ManagedFields: true}), f)
 }
 
 // podMessage is the protobuf message of a Pod (without the envelope).

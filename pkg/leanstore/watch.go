@@ -277,7 +277,7 @@ func (w *leanWatch) stripped(ev watch.Event) (watch.Event, error) {
 	if w.final {
 		return ev, nil
 	}
-	obj, err := w.lw.strip.apply(ev.Object, w.lw.gr())
+	obj, err := w.lw.strip.Apply(ev.Object, w.lw.gr())
 	if err != nil {
 		return ev, err
 	}

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/cachetune/cachetune/internal/shrink"
 	"github.com/cachetune/cachetune/internal/wire"
 )
 
@@ -15,12 +16,12 @@ import (
 var errAnsweredJSON = wire.ErrAnsweredJSON
 
 // wireCaller is what the lean protobuf decoder (internal/wire) asks of a
-// listWatch: its shard, its handed objects and its stripper.
+// listWatch: its shard, its handed objects and its shrink pipeline.
 type wireCaller struct {
 	// view holds the objects handed to the reflector, where unchanged ones
 	// are found; nil decodes every object.
 	view  *view
-	strip *stripper
+	strip *shrink.Pipeline
 	// shard drops objects of other shards right after the decoder peeks at
 	// them (WithShard); nil keeps every object.
 	shard *shardFilter
@@ -29,8 +30,8 @@ type wireCaller struct {
 
 // newWireDecoder returns a lean protobuf decoder of gr's objects that finds
 // unchanged ones in v, strips with s and keeps f's shard.
-func newWireDecoder(newObject func() runtime.Object, gr schema.GroupResource, v *view, s *stripper, f *shardFilter) *wire.Decoder {
-	strip := wire.Strip{ManagedFields: s.managedFields, Annotations: s.annotations, AnnotationPrefixes: s.annotationPrefixes}
+func newWireDecoder(newObject func() runtime.Object, gr schema.GroupResource, v *view, s *shrink.Pipeline, f *shardFilter) *wire.Decoder {
+	strip := wire.Strip{ManagedFields: s.ManagedFields, Annotations: s.Annotations, AnnotationPrefixes: s.AnnotationPrefixes}
 	return wire.NewDecoder(newObject, gr, strip, &wireCaller{view: v, strip: s, shard: f, gr: gr})
 }
 
@@ -62,7 +63,7 @@ func (c *wireCaller) Cached(id wire.Identity) (runtime.Object, bool) {
 // Finish runs the rest of the stripping on a decoded object: prunes, the
 // user's transform, interning and sharing.
 func (c *wireCaller) Finish(obj runtime.Object) (runtime.Object, error) {
-	out, err := c.strip.apply(obj, c.gr)
+	out, err := c.strip.Apply(obj, c.gr)
 	if err != nil {
 		return nil, err
 	}

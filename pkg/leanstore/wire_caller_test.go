@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
 
+	"github.com/cachetune/cachetune/internal/shrink"
 	"github.com/cachetune/cachetune/internal/wire"
 )
 
@@ -44,11 +45,11 @@ func encodePod(t *testing.T, p *corev1.Pod) []byte {
 
 func newPod() runtime.Object { return &corev1.Pod{} }
 
-// The decoder with leanstore's caller drops from the bytes what the stripper
-// drops from a decoded object, and finishes with the stripper: the object is the
+// The decoder with leanstore's caller drops from the bytes what the pipeline
+// drops from a decoded object, and finishes with the pipeline: the object is the
 // one the transform makes.
 func TestWireDecoderStripsLikeTheTransform(t *testing.T) {
-	s := &stripper{managedFields: true, annotations: map[string]bool{LastAppliedAnnotation: true}, annotationPrefixes: []string{"tool.example.com/"}}
+	s := shrink.NewPipeline(shrink.Config{ManagedFields: true, Annotations: map[string]bool{LastAppliedAnnotation: true}, AnnotationPrefixes: []string{"tool.example.com/"}})
 	d := newWireDecoder(newPod, podsGR, nil, s, nil)
 	_, msg, err := wire.Unwrap(encodePod(t, testPod("a", "7")))
 	if err != nil {
@@ -60,7 +61,7 @@ func TestWireDecoderStripsLikeTheTransform(t *testing.T) {
 	}
 	want := testPod("a", "7")
 	want.TypeMeta = metav1.TypeMeta{} // typed clients clear TypeMeta too
-	if _, err := s.apply(want, podsGR); err != nil {
+	if _, err := s.Apply(want, podsGR); err != nil {
 		t.Fatal(err)
 	}
 	if !equality.Semantic.DeepEqual(want, got) {
@@ -74,7 +75,7 @@ func TestWireDecoderReusesUnchangedObjects(t *testing.T) {
 	v := newView()
 	cached := testPod("a", "7")
 	v.replace([]runtime.Object{cached})
-	d := newWireDecoder(newPod, podsGR, v, &stripper{managedFields: true}, nil)
+	d := newWireDecoder(newPod, podsGR, v, shrink.NewPipeline(shrink.Config{ManagedFields: true}), nil)
 	for _, tc := range []struct {
 		name      string
 		pod       *corev1.Pod

@@ -1,4 +1,4 @@
-package leanstore
+package shrink
 
 import (
 	"encoding/json"
@@ -18,6 +18,10 @@ import (
 
 var shareNow = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 
+// lastAppliedAnnotation is kubectl's client-side apply annotation
+// (leanstore.LastAppliedAnnotation).
+const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+
 func TestSharingKeepsObjectsEqual(t *testing.T) {
 	spec := dataset.Spec{Name: "standard", Namespace: "ns"}
 	table := newShareTable(false)
@@ -25,7 +29,7 @@ func TestSharingKeepsObjectsEqual(t *testing.T) {
 	for i := range 40 {
 		p := dataset.NewPod(spec, i, shareNow)
 		want := p.DeepCopy()
-		table.shareObject(p, true)
+		shareObject(table, p, true)
 		if !equality.Semantic.DeepEqual(want, p) {
 			t.Fatalf("pod %d changed when shared", i)
 		}
@@ -63,17 +67,17 @@ func TestSharingKeepsObjectsEqual(t *testing.T) {
 
 func TestSharingUnstructured(t *testing.T) {
 	mk := func(name string) *unstructured.Unstructured {
-		return &unstructured.Unstructured{Object: map[string]interface{}{
+		return &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "v1", "kind": "Thing",
-			"metadata": map[string]interface{}{"name": name, "labels": map[string]interface{}{"app": "x"}},
-			"spec":     map[string]interface{}{"parts": []interface{}{map[string]interface{}{"n": int64(1)}, "s"}, "size": int64(3)},
+			"metadata": map[string]any{"name": name, "labels": map[string]any{"app": "x"}},
+			"spec":     map[string]any{"parts": []any{map[string]any{"n": int64(1)}, "s"}, "size": int64(3)},
 		}}
 	}
 	x, y := mk("x"), mk("y")
 	wantX, wantY := x.DeepCopy(), y.DeepCopy()
 	table := newShareTable(false)
-	table.shareObject(x, true)
-	table.shareObject(y, true)
+	shareObject(table, x, true)
+	shareObject(table, y, true)
 	if !equality.Semantic.DeepEqual(wantX, x) || !equality.Semantic.DeepEqual(wantY, y) {
 		t.Fatal("unstructured objects changed when shared")
 	}
@@ -91,7 +95,7 @@ func TestSharingIsSafeConcurrently(t *testing.T) {
 			for i := range 50 {
 				p := dataset.NewPod(spec, g*50+i, shareNow)
 				want := p.DeepCopy()
-				table.shareObject(p, true)
+				shareObject(table, p, true)
 				if !equality.Semantic.DeepEqual(want, p) {
 					t.Errorf("pod changed when shared concurrently")
 					return
@@ -111,7 +115,7 @@ func TestSharedValuesAreFreed(t *testing.T) {
 	objs := []kruntime.Object{}
 	for i := range 16 {
 		p := dataset.NewPod(spec, i, shareNow)
-		table.shareObject(p, true)
+		shareObject(table, p, true)
 		objs = append(objs, p)
 	}
 	countLive := func() int {
@@ -153,7 +157,7 @@ func TestEqualValuesAgreesWithDeepEqual(t *testing.T) {
 	}
 	table := newShareTable(false)
 	for _, p := range pods[:8] {
-		table.shareObject(p, true) // some parts now shared, at one address
+		shareObject(table, p, true) // some parts now shared, at one address
 	}
 	full := &corev1.Pod{}
 	fill(reflect.ValueOf(full).Elem(), "", 5)
@@ -196,7 +200,7 @@ func BenchmarkShareWalk(b *testing.B) {
 	for i := range 64 {
 		p := dataset.NewPod(spec, i, shareNow)
 		p.ManagedFields = nil
-		delete(p.Annotations, LastAppliedAnnotation)
+		delete(p.Annotations, lastAppliedAnnotation)
 		data, err := json.Marshal(p)
 		if err != nil {
 			b.Fatal(err)
@@ -219,6 +223,6 @@ func BenchmarkShareWalk(b *testing.B) {
 			}
 			b.StartTimer()
 		}
-		table.shareObject(pods[i%batch], true)
+		shareObject(table, pods[i%batch], true)
 	}
 }

@@ -1,4 +1,4 @@
-package leanstore
+package shrink
 
 import (
 	"hash/maphash"
@@ -6,8 +6,6 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	"sync"
-	"time"
 	"unsafe"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -36,13 +34,6 @@ import (
 // which transforms each listed object twice, the second time when its parts are
 // already held by cached objects.
 
-var shareSeed = maphash.MakeSeed()
-
-var (
-	timeType     = reflect.TypeFor[time.Time]()
-	quantityType = reflect.TypeFor[resource.Quantity]()
-)
-
 // sharer walks one object. In a transform it runs under its table's lock with
 // write and trust set; the mutation guard runs it with neither, to hash a
 // canonical value from its content alone.
@@ -68,20 +59,10 @@ type pathElem struct {
 	key   bool   // field is a map key
 }
 
-// shareObject interns obj's strings and, with containers, shares its slices,
-// maps and pointers, in place. obj is a pointer to a typed object, an
-// *unstructured.Unstructured or a *metav1.PartialObjectMetadata.
-func (t *shareTable) shareObject(obj interface{}, containers bool) {
-	if !containers {
-		t.internObject(obj) // interning alone: along the type's plan (intern.go)
-		return
-	}
-	t.walkObject(obj, containers)
-}
-
-// walkObject is shareObject by the reflective walk: sharing's, and
-// interning's reference in tests.
-func (t *shareTable) walkObject(obj interface{}, containers bool) {
+// walkObject interns obj's strings and, with containers, shares its slices,
+// maps and pointers, in place, with t's canonical values, by the reflective
+// walk: sharing's, and interning's reference in tests (shareObject).
+func walkObject(t *shareTable, obj any, containers bool) {
 	v := reflect.ValueOf(obj)
 	if v.Kind() != reflect.Pointer || v.IsNil() {
 		return
@@ -108,7 +89,7 @@ func hashValue(v reflect.Value) uint64 {
 	return h
 }
 
-func objectKey(obj interface{}) string {
+func objectKey(obj any) string {
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return ""
@@ -302,8 +283,6 @@ func (s *sharer) slice(v reflect.Value) (uint64, bool) {
 	s.offer(v, h, n)
 	return h, false
 }
-
-type mapWrite struct{ k, v reflect.Value }
 
 // entryWrite is an entry of a map to store again once the walk is done: its
 // key's canonical copy, and its value, a string (str) or any other value (v).
@@ -507,43 +486,4 @@ func (s *sharer) pathString() string {
 		}
 	}
 	return b.String()
-}
-
-// fieldInfo is what the walk needs of a struct field.
-type fieldInfo struct {
-	name   string // its JSON name in a field path ("" when inlined)
-	unique bool   // a string unique to one object: hashed, never interned
-}
-
-var fieldCache sync.Map // reflect.Type -> []fieldInfo
-
-func fieldsOf(t reflect.Type) []fieldInfo {
-	if f, ok := fieldCache.Load(t); ok {
-		return f.([]fieldInfo)
-	}
-	meta := t == objectMetaType
-	out := make([]fieldInfo, t.NumField())
-	for i := range out {
-		sf := t.Field(i)
-		name := sf.Name
-		if tag, ok := sf.Tag.Lookup("json"); ok {
-			name, _, _ = strings.Cut(tag, ",")
-		} else if sf.Anonymous || t == unstructuredType {
-			name = ""
-		}
-		out[i] = fieldInfo{
-			name:   name,
-			unique: sf.Type.Kind() == reflect.String && ((meta && uniqueMetaFields[sf.Name]) || uniqueFields[sf.Name]),
-		}
-	}
-	fieldCache.Store(t, out)
-	return out
-}
-
-var unstructuredType = reflect.TypeFor[unstructured.Unstructured]()
-
-func mix(a, b uint64) uint64 {
-	a ^= b + 0x9e3779b97f4a7c15 + (a << 6) + (a >> 2)
-	a *= 0xbf58476d1ce4e5b9
-	return a ^ (a >> 31)
 }

@@ -1,13 +1,11 @@
-package leanstore
+package shrink
 
 import (
 	"hash/maphash"
 	"reflect"
-	"sync"
 	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -26,7 +24,7 @@ import (
 // Interning alone (without sharing) does not walk an object by reflection: each
 // type gets a plan once, the offsets of its string fields and of the pointers,
 // slices and maps that lead to more, and the plan is applied through unsafe
-// pointers. The reflective walk of sharing (share.go), which hashes every value
+// pointers. The reflective walk of sharing (sharer.go), which hashes every value
 // to compare parts, cost much more CPU per Pod when used for strings alone
 // (BenchmarkIntern; docs/memory.md, "The defaults, measured", has its figures). The
 // plan visits the same strings, writes the same fields and nothing else: a
@@ -34,26 +32,14 @@ import (
 // the reflective walk does (TestInternPlanMatchesTheWalk). Interfaces, arrays
 // and maps of types without a plan of their own go through the reflective walk.
 
-var (
-	objectMetaType = reflect.TypeFor[metav1.ObjectMeta]()
-	// maxInternLen bounds the strings worth a table lookup: long strings (certificates,
-	// last-applied annotations, config files) are rarely repeated byte for byte.
-	maxInternLen = 4096
-)
-
-// uniqueFields are string fields whose values are unique to one object.
-var uniqueFields = map[string]bool{"ContainerID": true}
-
-// uniqueMetaFields are ObjectMeta fields whose values are unique to one object.
-var uniqueMetaFields = map[string]bool{"Name": true, "UID": true, "ResourceVersion": true, "SelfLink": true}
-
-// uniqueMetaKeys are the same fields in an unstructured object's metadata.
-var uniqueMetaKeys = map[string]bool{"name": true, "uid": true, "resourceVersion": true, "selfLink": true}
+// interner interns the strings of objects with the canonical copies of its
+// table, along their types' plans (plan.go).
+type interner struct{ *shareTable }
 
 // internObject interns the strings of obj (a pointer to a typed object, an
 // *unstructured.Unstructured or a *metav1.PartialObjectMetadata) in place,
 // along its type's plan.
-func (t *shareTable) internObject(obj any) {
+func (t interner) internObject(obj any) {
 	v := reflect.ValueOf(obj)
 	if v.Kind() != reflect.Pointer || v.IsNil() {
 		return
@@ -69,160 +55,8 @@ func (t *shareTable) internObject(obj any) {
 	t.internPlanAt(planOf(v.Type().Elem()), v.UnsafePointer())
 }
 
-// internPlan is what interning visits in a value of one type: ops at offsets
-// from the value's address. A type without strings to intern has no ops.
-type internPlan struct {
-	ops []internOp
-	// building is true while the plan of a recursive type is compiled.
-	building bool
-}
-
-type internOp struct {
-	kind internOpKind
-	off  uintptr
-	sub  *internPlan  // the plan of the target, element or map value
-	size uintptr      // opSlice: the element's size
-	typ  reflect.Type // opMap, opReflect: the value's type
-}
-
-type internOpKind uint8
-
-const (
-	opString       internOpKind = iota // a string (of any string type)
-	opStruct                           // a struct whose plan was still being built: sub at off
-	opPointer                          // a pointer: sub at its target
-	opSlice                            // a slice: sub at each element
-	opStrings                          // a slice of strings
-	opStringMap                        // a map[string]string
-	opResourceList                     // a corev1.ResourceList: its keys
-	opAnyMap                           // a map[string]any (unstructured content)
-	opAny                              // an any
-	opMap                              // another map with string keys, by reflection
-	opReflect                          // an interface or an array: the reflective walk
-)
-
-var (
-	planCache sync.Map // reflect.Type -> *internPlan
-	planMu    sync.Mutex
-
-	stringMapType    = reflect.TypeFor[map[string]string]()
-	resourceListType = reflect.TypeFor[corev1.ResourceList]()
-	anyMapType       = reflect.TypeFor[map[string]any]()
-	anyType          = reflect.TypeFor[any]()
-)
-
-// planOf returns typ's plan, compiled at its first use.
-func planOf(typ reflect.Type) *internPlan {
-	if p, ok := planCache.Load(typ); ok {
-		return p.(*internPlan)
-	}
-	planMu.Lock()
-	defer planMu.Unlock()
-	if p, ok := planCache.Load(typ); ok {
-		return p.(*internPlan)
-	}
-	built := map[reflect.Type]*internPlan{}
-	p := compilePlan(typ, built)
-	for t, bp := range built {
-		planCache.Store(t, bp)
-	}
-	return p
-}
-
-// compilePlan compiles typ's plan, and those of the types it leads to, into
-// built. A struct's plan is in built while its fields are compiled, so that a
-// recursive type (a JSON schema holding schemas) refers to it.
-func compilePlan(typ reflect.Type, built map[reflect.Type]*internPlan) *internPlan {
-	if p, ok := built[typ]; ok {
-		return p
-	}
-	if p, ok := planCache.Load(typ); ok {
-		return p.(*internPlan)
-	}
-	p := &internPlan{}
-	built[typ] = p
-	at := func(k internOpKind) { p.ops = []internOp{{kind: k, typ: typ}} }
-	switch typ.Kind() {
-	case reflect.String:
-		at(opString)
-	case reflect.Pointer:
-		if sub := compilePlan(typ.Elem(), built); !sub.empty() {
-			p.ops = []internOp{{kind: opPointer, sub: sub}}
-		}
-	case reflect.Slice:
-		switch elem := typ.Elem(); {
-		case elem.Kind() == reflect.Uint8:
-			// bytes: not strings
-		case elem.Kind() == reflect.String:
-			at(opStrings)
-		default:
-			if sub := compilePlan(elem, built); !sub.empty() {
-				p.ops = []internOp{{kind: opSlice, sub: sub, size: elem.Size()}}
-			}
-		}
-	case reflect.Map:
-		switch {
-		case typ.Key().Kind() != reflect.String:
-			// The reflective walk leaves maps without string keys alone.
-		case typ == stringMapType:
-			at(opStringMap)
-		case typ == resourceListType:
-			at(opResourceList)
-		case typ == anyMapType:
-			at(opAnyMap)
-		default:
-			p.ops = []internOp{{kind: opMap, typ: typ, sub: compilePlan(typ.Elem(), built)}}
-		}
-	case reflect.Interface:
-		if typ == anyType {
-			at(opAny)
-		} else {
-			at(opReflect)
-		}
-	case reflect.Array:
-		if sub := compilePlan(typ.Elem(), built); !sub.empty() {
-			at(opReflect)
-		}
-	case reflect.Struct:
-		p.building = true
-		p.ops = structOps(typ, built)
-		p.building = false
-	}
-	return p
-}
-
-// structOps are the ops of a struct's fields: a field's own ops moved to its
-// offset, or an opStruct for a struct whose plan is still being built.
-func structOps(typ reflect.Type, built map[reflect.Type]*internPlan) []internOp {
-	if typ == timeType || typ == quantityType {
-		return nil // no strings the reflective walk interns
-	}
-	meta := typ == objectMetaType
-	var ops []internOp
-	for i := range typ.NumField() {
-		sf := typ.Field(i)
-		if !sf.IsExported() && !sf.Anonymous {
-			continue // the reflective walk cannot set what it reaches through these
-		}
-		if sf.Type.Kind() == reflect.String && ((meta && uniqueMetaFields[sf.Name]) || uniqueFields[sf.Name]) {
-			continue
-		}
-		sub := compilePlan(sf.Type, built)
-		if sub.building {
-			ops = append(ops, internOp{kind: opStruct, off: sf.Offset, sub: sub})
-			continue
-		}
-		for _, op := range sub.ops {
-			op.off += sf.Offset
-			ops = append(ops, op)
-		}
-	}
-	return ops
-}
-
-// empty reports whether a plan visits nothing. A plan still being built is
-// taken as not empty.
-func (p *internPlan) empty() bool { return !p.building && len(p.ops) == 0 }
+// mapWrite is an entry of a map to store again once its walk is done.
+type mapWrite struct{ k, v reflect.Value }
 
 // sliceHeader is a slice's representation, whatever its element type.
 type sliceHeader struct {
@@ -234,7 +68,7 @@ type sliceHeader struct {
 // stored in the value itself (not behind a pointer, slice or map) was
 // replaced: a caller holding a copy of the value, as of a map value, must
 // store it then. Called with t.mu held.
-func (t *shareTable) internPlanAt(plan *internPlan, p unsafe.Pointer) bool {
+func (t interner) internPlanAt(plan *internPlan, p unsafe.Pointer) bool {
 	changed := false
 	for i := range plan.ops {
 		op := &plan.ops[i]
@@ -283,7 +117,7 @@ func (t *shareTable) internPlanAt(plan *internPlan, p unsafe.Pointer) bool {
 		case opMap:
 			t.internMap(reflect.NewAt(op.typ, q).Elem(), op.sub)
 		case opReflect:
-			s := sharer{t: t, write: true, trust: true}
+			s := sharer{t: t.shareTable, write: true, trust: true}
 			_, c := s.value(reflect.NewAt(op.typ, q).Elem())
 			changed = c || changed
 		}
@@ -292,7 +126,7 @@ func (t *shareTable) internPlanAt(plan *internPlan, p unsafe.Pointer) bool {
 }
 
 // internString returns the canonical copy of s, which may be s itself.
-func (t *shareTable) internString(s string) string {
+func (t interner) internString(s string) string {
 	if s == "" || len(s) > maxInternLen {
 		return s
 	}
@@ -300,7 +134,7 @@ func (t *shareTable) internString(s string) string {
 }
 
 // internAt interns the string at p, and reports whether it was replaced.
-func (t *shareTable) internAt(p *string) bool {
+func (t interner) internAt(p *string) bool {
 	s := *p
 	c := t.internString(s)
 	if unsafe.StringData(c) == unsafe.StringData(s) {
@@ -313,7 +147,7 @@ func (t *shareTable) internAt(p *string) bool {
 // internAnyMap interns the keys and values of unstructured content. top is an
 // Unstructured's own map, whose "metadata" is meta: its name, uid and
 // resourceVersion are unique to the object.
-func (t *shareTable) internAnyMap(m map[string]any, top, meta bool) {
+func (t interner) internAnyMap(m map[string]any, top, meta bool) {
 	for k, v := range m {
 		kc := t.internString(k)
 		nv, changed := v, false
@@ -337,7 +171,7 @@ func (t *shareTable) internAnyMap(m map[string]any, top, meta bool) {
 
 // internAny interns what v holds, and returns v or, when v holds a string
 // (or a value holding strings) that was replaced, what must replace it.
-func (t *shareTable) internAny(v any) (any, bool) {
+func (t interner) internAny(v any) (any, bool) {
 	switch x := v.(type) {
 	case nil, bool, int64, float64, int, int32:
 		return v, false
@@ -362,7 +196,7 @@ func (t *shareTable) internAny(v any) (any, bool) {
 	rv := reflect.ValueOf(v)
 	c := reflect.New(rv.Type()).Elem()
 	c.Set(rv)
-	s := sharer{t: t, write: true, trust: true}
+	s := sharer{t: t.shareTable, write: true, trust: true}
 	if _, changed := s.value(c); changed {
 		return c.Interface(), true
 	}
@@ -371,7 +205,7 @@ func (t *shareTable) internAny(v any) (any, bool) {
 
 // internMap interns a map's string keys and its values along sub, as the
 // reflective walk does: an entry whose key or value changed is stored again.
-func (t *shareTable) internMap(m reflect.Value, sub *internPlan) {
+func (t interner) internMap(m reflect.Value, sub *internPlan) {
 	if m.Len() == 0 {
 		return
 	}

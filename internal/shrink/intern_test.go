@@ -1,4 +1,4 @@
-package leanstore
+package shrink
 
 import (
 	"encoding/json"
@@ -173,8 +173,8 @@ func internBoth(t *testing.T, decode func() any) (plan, walk map[string]bool) {
 	pk, wk := seedTable(pt, decode()), seedTable(wt, decode())
 	p, w := decode(), decode()
 	want := decode()
-	pt.internObject(p)
-	wt.walkObject(w, false)
+	interner{pt}.internObject(p)
+	walkObject(wt, w, false)
 	if !equality.Semantic.DeepEqual(want, p) {
 		t.Fatal("interning by the plan changed the object")
 	}
@@ -316,9 +316,9 @@ func TestInternPlanHandlesInterfaces(t *testing.T) {
 	mk := func() *planProbe {
 		return &planProbe{Iface: probeLeaf{Name: strings.Clone("iface-value")}, Recurse: &planProbe{Iface: probeLeaf{Name: strings.Clone("iface-value")}}}
 	}
-	table.internObject(mk())
+	interner{table}.internObject(mk())
 	p := mk()
-	table.internObject(p)
+	interner{table}.internObject(p)
 	if got := internedStrings(table, reflect.ValueOf(p)); !got[".Iface.Name"] || !got[".Recurse.Iface.Name"] {
 		t.Errorf("interface fields not interned: %v", got)
 	}
@@ -338,8 +338,8 @@ func BenchmarkIntern(b *testing.B) {
 		name   string
 		intern func(*shareTable, any)
 	}{
-		{"plan", func(t *shareTable, o any) { t.internObject(o) }},
-		{"walk", func(t *shareTable, o any) { t.walkObject(o, false) }},
+		{"plan", func(t *shareTable, o any) { interner{t}.internObject(o) }},
+		{"walk", func(t *shareTable, o any) { walkObject(t, o, false) }},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			table := newShareTable(false)

@@ -1,0 +1,162 @@
+package shrink
+
+import (
+	"reflect"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// internPlan is what interning (intern.go) visits in a value of one type: ops at offsets
+// from the value's address. A type without strings to intern has no ops.
+type internPlan struct {
+	ops []internOp
+	// building is true while the plan of a recursive type is compiled.
+	building bool
+}
+
+type internOp struct {
+	kind internOpKind
+	off  uintptr
+	sub  *internPlan  // the plan of the target, element or map value
+	size uintptr      // opSlice: the element's size
+	typ  reflect.Type // opMap, opReflect: the value's type
+}
+
+type internOpKind uint8
+
+const (
+	opString       internOpKind = iota // a string (of any string type)
+	opStruct                           // a struct whose plan was still being built: sub at off
+	opPointer                          // a pointer: sub at its target
+	opSlice                            // a slice: sub at each element
+	opStrings                          // a slice of strings
+	opStringMap                        // a map[string]string
+	opResourceList                     // a corev1.ResourceList: its keys
+	opAnyMap                           // a map[string]any (unstructured content)
+	opAny                              // an any
+	opMap                              // another map with string keys, by reflection
+	opReflect                          // an interface or an array: the reflective walk
+)
+
+var (
+	planCache sync.Map // reflect.Type -> *internPlan
+	planMu    sync.Mutex
+
+	resourceListType = reflect.TypeFor[corev1.ResourceList]()
+	anyMapType       = reflect.TypeFor[map[string]any]()
+	anyType          = reflect.TypeFor[any]()
+)
+
+// planOf returns typ's plan, compiled at its first use.
+func planOf(typ reflect.Type) *internPlan {
+	if p, ok := planCache.Load(typ); ok {
+		return p.(*internPlan)
+	}
+	planMu.Lock()
+	defer planMu.Unlock()
+	if p, ok := planCache.Load(typ); ok {
+		return p.(*internPlan)
+	}
+	built := map[reflect.Type]*internPlan{}
+	p := compilePlan(typ, built)
+	for t, bp := range built {
+		planCache.Store(t, bp)
+	}
+	return p
+}
+
+// compilePlan compiles typ's plan, and those of the types it leads to, into
+// built. A struct's plan is in built while its fields are compiled, so that a
+// recursive type (a JSON schema holding schemas) refers to it.
+func compilePlan(typ reflect.Type, built map[reflect.Type]*internPlan) *internPlan {
+	if p, ok := built[typ]; ok {
+		return p
+	}
+	if p, ok := planCache.Load(typ); ok {
+		return p.(*internPlan)
+	}
+	p := &internPlan{}
+	built[typ] = p
+	at := func(k internOpKind) { p.ops = []internOp{{kind: k, typ: typ}} }
+	switch typ.Kind() {
+	case reflect.String:
+		at(opString)
+	case reflect.Pointer:
+		if sub := compilePlan(typ.Elem(), built); !sub.empty() {
+			p.ops = []internOp{{kind: opPointer, sub: sub}}
+		}
+	case reflect.Slice:
+		switch elem := typ.Elem(); {
+		case elem.Kind() == reflect.Uint8:
+			// bytes: not strings
+		case elem.Kind() == reflect.String:
+			at(opStrings)
+		default:
+			if sub := compilePlan(elem, built); !sub.empty() {
+				p.ops = []internOp{{kind: opSlice, sub: sub, size: elem.Size()}}
+			}
+		}
+	case reflect.Map:
+		switch {
+		case typ.Key().Kind() != reflect.String:
+			// The reflective walk leaves maps without string keys alone.
+		case typ == stringMapType:
+			at(opStringMap)
+		case typ == resourceListType:
+			at(opResourceList)
+		case typ == anyMapType:
+			at(opAnyMap)
+		default:
+			p.ops = []internOp{{kind: opMap, typ: typ, sub: compilePlan(typ.Elem(), built)}}
+		}
+	case reflect.Interface:
+		if typ == anyType {
+			at(opAny)
+		} else {
+			at(opReflect)
+		}
+	case reflect.Array:
+		if sub := compilePlan(typ.Elem(), built); !sub.empty() {
+			at(opReflect)
+		}
+	case reflect.Struct:
+		p.building = true
+		p.ops = structOps(typ, built)
+		p.building = false
+	}
+	return p
+}
+
+// structOps are the ops of a struct's fields: a field's own ops moved to its
+// offset, or an opStruct for a struct whose plan is still being built.
+func structOps(typ reflect.Type, built map[reflect.Type]*internPlan) []internOp {
+	if typ == timeType || typ == quantityType {
+		return nil // no strings the reflective walk interns
+	}
+	meta := typ == objectMetaType
+	var ops []internOp
+	for i := range typ.NumField() {
+		sf := typ.Field(i)
+		if !sf.IsExported() && !sf.Anonymous {
+			continue // the reflective walk cannot set what it reaches through these
+		}
+		if sf.Type.Kind() == reflect.String && ((meta && uniqueMetaFields[sf.Name]) || uniqueFields[sf.Name]) {
+			continue
+		}
+		sub := compilePlan(sf.Type, built)
+		if sub.building {
+			ops = append(ops, internOp{kind: opStruct, off: sf.Offset, sub: sub})
+			continue
+		}
+		for _, op := range sub.ops {
+			op.off += sf.Offset
+			ops = append(ops, op)
+		}
+	}
+	return ops
+}
+
+// empty reports whether a plan visits nothing. A plan still being built is
+// taken as not empty.
+func (p *internPlan) empty() bool { return !p.building && len(p.ops) == 0 }
