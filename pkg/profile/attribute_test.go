@@ -229,6 +229,7 @@ func TestDefaultBuckets(t *testing.T) {
 		"k8s.io/client-go/tools/cache.(*DeltaFIFO).queueActionLocked":                "store",
 		"k8s.io/client-go/tools/cache.(*RealFIFO).addToItems_locked":                 "store",
 		"github.com/cachetune/cachetune/pkg/leanstore.(*Transformer).apply":          "transform",
+		"github.com/cachetune/cachetune/internal/shrink.(*shareTable).internLocked":  "transform",
 		"sigs.k8s.io/controller-runtime/pkg/cache.TransformStripManagedFields.func1": "transform",
 		"main.stripPod":            "transform",
 		"example.com/op.Transform": "transform",
