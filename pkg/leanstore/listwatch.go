@@ -111,7 +111,7 @@ func (lw *listWatch) ListWithContext(ctx context.Context, reflectorOpts metav1.L
 func (lw *listWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	if p := lw.takePending(opts.ResourceVersion); p != nil {
 		lw.health.tracker.watchStarted()
-		return newLeanWatch(ctx, lw, &probedWatch{w: p.w, final: p.lean}, opts), nil
+		return newLeanWatch(ctx, lw, &probedWatch{w: p.w, final: p.final}, opts), nil
 	}
 	lw.mu.Lock()
 	cut := lw.diffCut
@@ -177,13 +177,13 @@ func (lw *listWatch) answeredJSON(err error) {
 type pendingWatch struct {
 	w       watch.Interface
 	rv      string
-	lean    bool
+	final   bool        // its objects are final (see leanWatch.final)
 	release func() bool // stops the context.AfterFunc that would stop w
 }
 
 // setPending keeps w for the next Watch from rv, and stops it if ctx ends first.
-func (lw *listWatch) setPending(ctx context.Context, w watch.Interface, rv string, lean bool) {
-	p := &pendingWatch{w: w, rv: rv, lean: lean}
+func (lw *listWatch) setPending(ctx context.Context, w watch.Interface, rv string, final bool) {
+	p := &pendingWatch{w: w, rv: rv, final: final}
 	p.release = context.AfterFunc(ctx, func() {
 		lw.mu.Lock()
 		if lw.pending == p {

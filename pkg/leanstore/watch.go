@@ -107,7 +107,9 @@ func (lw *listWatch) watchStreamBroke(ctx context.Context) func(error) {
 type leanWatch struct {
 	lw    *listWatch
 	inner watch.Interface
-	// final is true when inner's objects are already stripped (the lean decoder).
+	// final is true when inner's objects are final: decoded by the lean
+	// decoder, which finished each with the shrink pipeline or handed back the
+	// cached object, so that nothing is left to strip.
 	final bool
 	// opts are the reflector's watch options, for the watch after a re-list.
 	opts metav1.ListOptions
@@ -271,8 +273,8 @@ func (w *leanWatch) counted() {
 	}
 }
 
-// stripped returns ev with its object stripped, unless the lean decoder
-// already did.
+// stripped returns ev with its object through the shrink pipeline, unless
+// it is final already.
 func (w *leanWatch) stripped(ev watch.Event) (watch.Event, error) {
 	if w.final {
 		return ev, nil
@@ -457,7 +459,7 @@ func (w *leanWatch) relist(ctx context.Context) bool {
 	}
 	w.lw.shard.took() // the reflector has this shard's objects of the list's ring (WithShard)
 	if p := w.lw.takePending(res.rv); p != nil {
-		w.inner, w.final = p.w, p.lean
+		w.inner, w.final = p.w, p.final
 	} else {
 		opts := w.opts
 		opts.ResourceVersion = res.rv

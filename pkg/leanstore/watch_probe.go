@@ -30,7 +30,7 @@ type watchProbe struct {
 // probedWatch is a watch a probe found working.
 type probedWatch struct {
 	w watch.Interface
-	// final is true when w's objects are already stripped (the lean decoder).
+	// final is true when w's objects are final (see leanWatch.final).
 	final bool
 	// first is the event the probe read from w, if any: it is handed on
 	// before anything else.
