@@ -84,8 +84,8 @@ var Catalog = []Mutant{
 	// A wrong field number in the protobuf walker: ObjectMeta's
 	// managedFields is field 17; 14 is finalizers. The walker then strips
 	// the finalizers from the encoded bytes (managedFields are still
-	// removed from the decoded object by the stripper, which hides half of
-	// the bug).
+	// removed from the decoded object by the shrink pipeline, which hides
+	// half of the bug).
 	{
 		Name:   "decode-wrong-field-number",
 		Where:  "internal/wire/envelope.go: metaManagedFields (used by stripEncoded)",

@@ -6,7 +6,7 @@ import (
 	"hash/maphash"
 	"maps"
 	"reflect"
-	"runtime"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/cachetune/cachetune/pkg/testkit/dataset"
@@ -179,8 +179,8 @@ func internBoth(t *testing.T, decode func() any) (plan, walk map[string]bool) {
 		t.Fatal("interning by the plan changed the object")
 	}
 	plan, walk = internedStrings(pt, reflect.ValueOf(p)), internedStrings(wt, reflect.ValueOf(w))
-	runtime.KeepAlive(pk)
-	runtime.KeepAlive(wk)
+	goruntime.KeepAlive(pk)
+	goruntime.KeepAlive(wk)
 	return plan, walk
 }
 
@@ -211,7 +211,7 @@ func TestInternPlanMatchesTheWalk(t *testing.T) {
 	standard := dataset.NewPod(dataset.Spec{Name: "standard", Namespace: "ns"}, 3, shareNow)
 	standard.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{}}`)}}
 	partial := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"}, ObjectMeta: standard.ObjectMeta}
-	u, err := kruntime.DefaultUnstructuredConverter.ToUnstructured(standard)
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(standard)
 	if err != nil {
 		t.Fatal(err)
 	}

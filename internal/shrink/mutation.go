@@ -17,7 +17,7 @@ import (
 // MutationError reports a shared value of cached objects that changed in place.
 type MutationError struct {
 	// Informer names the informer whose cache holds the value ("" for a
-	// Transformer).
+	// Transformer). Mutations leaves it empty for the caller to fill.
 	Informer string
 	// Key is the namespace/name of the object the value was first shared from.
 	Key string

@@ -3,7 +3,7 @@ package shrink
 import (
 	"errors"
 	"reflect"
-	"runtime"
+	goruntime "runtime"
 	"strings"
 	"testing"
 	"unsafe"
@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/cachetune/cachetune/pkg/testkit/dataset"
 )
@@ -81,7 +81,7 @@ func TestGuardReportsObjectAndPath(t *testing.T) {
 	if err := JoinMutations(again); !errors.As(err, &me) {
 		t.Errorf("joined error %v is not a *MutationError", err)
 	}
-	runtime.KeepAlive(pods)
+	goruntime.KeepAlive(pods)
 }
 
 // TestGuardIgnoresReadsThatCache: a Quantity caches its string form and may
@@ -103,7 +103,7 @@ func TestGuardIgnoresReadsThatCache(t *testing.T) {
 	if all, _ := mutations(table); len(all) != 0 {
 		t.Errorf("reads reported as changes: %v", all)
 	}
-	runtime.KeepAlive(pods)
+	goruntime.KeepAlive(pods)
 }
 
 func TestGuardUnstructured(t *testing.T) {
@@ -111,7 +111,7 @@ func TestGuardUnstructured(t *testing.T) {
 	var objs []*unstructured.Unstructured
 	for i := range 40 {
 		p := dataset.NewPod(dataset.Spec{Name: "u", Namespace: "ns"}, i, shareNow)
-		m, err := kruntime.DefaultUnstructuredConverter.ToUnstructured(p)
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,7 +135,7 @@ func TestGuardUnstructured(t *testing.T) {
 	if len(all) != 1 || all[0].Path != `["metadata"]["labels"]` || all[0].Key != "ns/"+objs[first].GetName() || all[0].Holders < 2 {
 		t.Errorf("got %v, want the labels of %s, shared", all, objs[first].GetName())
 	}
-	runtime.KeepAlive(objs)
+	goruntime.KeepAlive(objs)
 }
 
 // TestInternedStringsOutliveAGC: an equal string decoded after a garbage
@@ -154,16 +154,16 @@ func TestInternedStringsOutliveAGC(t *testing.T) {
 	a, b := mk(), mk()
 	shareObject(table, a, false)
 	shareObject(table, b, false) // second sighting: b's strings become canonical
-	runtime.GC()
-	runtime.GC()
+	goruntime.GC()
+	goruntime.GC()
 	c := mk()
 	shareObject(table, c, false)
 	if unsafe.StringData(c.Spec.NodeName) != unsafe.StringData(b.Spec.NodeName) ||
 		unsafe.StringData(c.Labels["app"]) != unsafe.StringData(b.Labels["app"]) {
 		t.Error("a string decoded after a GC did not get the cached copy")
 	}
-	runtime.KeepAlive(a)
-	runtime.KeepAlive(b)
+	goruntime.KeepAlive(a)
+	goruntime.KeepAlive(b)
 }
 
 // firstHolder returns the lowest index j (of the same app as i: j = i mod 8)

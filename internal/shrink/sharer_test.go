@@ -3,7 +3,7 @@ package shrink
 import (
 	"encoding/json"
 	"reflect"
-	"runtime"
+	goruntime "runtime"
 	"sync"
 	"testing"
 	"time"
@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/cachetune/cachetune/pkg/testkit/dataset"
 )
@@ -112,7 +112,7 @@ func TestSharingIsSafeConcurrently(t *testing.T) {
 func TestSharedValuesAreFreed(t *testing.T) {
 	spec := dataset.Spec{Name: "freed", Namespace: "gone"}
 	table := newShareTable(false)
-	objs := []kruntime.Object{}
+	objs := []runtime.Object{}
 	for i := range 16 {
 		p := dataset.NewPod(spec, i, shareNow)
 		shareObject(table, p, true)
@@ -137,9 +137,9 @@ func TestSharedValuesAreFreed(t *testing.T) {
 		return n
 	}
 	held := countLive()
-	runtime.KeepAlive(objs) // held until counted
-	runtime.GC()
-	runtime.GC()
+	goruntime.KeepAlive(objs) // held until counted
+	goruntime.GC()
+	goruntime.GC()
 	if after := countLive(); held == 0 || after >= held {
 		t.Errorf("live shared values: %d while objects were held, %d after they were dropped; want some, then fewer", held, after)
 	}

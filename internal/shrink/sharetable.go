@@ -9,12 +9,12 @@ import (
 	"weak"
 )
 
-// shareTable holds the canonical values of one Pipeline (an informer's, or a Transformer's):
-// strings for interning, and the slices, maps and pointers that sharing gives
-// to every object holding an equal value. Each informer has its own table, so
-// sharing never links objects of two informers, two resource types or two
-// factories: a Service's selector never becomes the map that holds a Pod's
-// labels.
+// shareTable holds the canonical values of one Pipeline (an informer's, or a
+// Transformer's): strings for interning, and the slices, maps and pointers that
+// sharing gives to every object holding an equal value. Each informer has its
+// own table, so sharing never links objects of two informers, two resource
+// types or two factories: a Service's selector never becomes the map that holds
+// a Pod's labels.
 //
 // Every entry is a weak pointer: a canonical value that no cached object holds
 // any more is freed by the garbage collector, and its entry is dropped at the

@@ -148,8 +148,8 @@ func (d *Decoder) Object(msg []byte) (obj runtime.Object, reused bool, err error
 	return obj, false, nil
 }
 
-// stripEncoded appends msg to dst without the ObjectMeta fields the stripper
-// removes: managedFields and the stripped annotations.
+// stripEncoded appends msg to dst without the ObjectMeta fields the caller's
+// shrink pipeline removes: managedFields and the stripped annotations.
 func (d *Decoder) stripEncoded(dst, msg []byte) ([]byte, error) {
 	if !d.strip.ManagedFields && len(d.strip.Annotations) == 0 && len(d.strip.AnnotationPrefixes) == 0 {
 		return append(dst, msg...), nil
