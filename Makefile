@@ -110,7 +110,7 @@ conformance: apiserver ## the differential harness with many seeds: SEEDS progra
 # should catch it runs (each command first runs once without any mutant, and
 # must pass). The table lands in bench/results only from a run of the whole
 # catalog; MUTANTS (comma-separated names) runs some, its table in out/ only.
-mutants: apiserver ## planted defects: each mutant of internal/mutants planted alone in pkg/leanstore and the tests that should catch it run; MUTANTS=name1,name2 runs some (about 30 minutes; out/mutants.md, and bench/results/mutants.md when every mutant ran)
+mutants: apiserver ## planted defects: each mutant of internal/mutants planted alone in the code it names (pkg/leanstore and the internal packages under it) and the tests that should catch it run; MUTANTS=name1,name2 runs some (about 30 minutes; out/mutants.md, and bench/results/mutants.md when every mutant ran)
 	$(GO) run ./internal/mutants/cmd/mutants -out out/mutants.md -logs out/mutants -results bench/results/mutants.md $(if $(MUTANTS),-only '$(MUTANTS)')
 
 # The table lands in bench/results only from a run whose every check passed:
