@@ -178,21 +178,21 @@ var Catalog = []Mutant{
 	// the wrong way round treats every changed object as unchanged.
 	{
 		Name:   "view-changed-as-unchanged",
-		Where:  "pkg/leanstore/view.go: (*view).diff",
+		Where:  "pkg/leanstore/handed.go: (*handed).diff",
 		Breaks: "a re-list inside the watch hands no MODIFIED for objects whose resourceVersion changed: the cache keeps the old versions",
-		Edits: []Edit{{File: "pkg/leanstore/view.go",
+		Edits: []Edit{{File: "pkg/leanstore/handed.go",
 			Old: "\t\tcase old != obj:\n",
 			New: "\t\tcase compareRV(old, obj) > 0:\n"}},
 		Cmd: harness,
 	},
 	// The diff's shortcut when nothing was deleted compares the matched
-	// objects with the list's length instead of the view's: a list with
+	// objects with the list's length instead of the handed set's: a list with
 	// no new object then skips the deletions.
 	{
 		Name:   "view-drops-deletes",
-		Where:  "pkg/leanstore/view.go: (*view).diff",
+		Where:  "pkg/leanstore/handed.go: (*handed).diff",
 		Breaks: "a re-list whose every object was already handed sends no DELETE for the objects it no longer has: deleted objects stay cached",
-		Edits: []Edit{{File: "pkg/leanstore/view.go",
+		Edits: []Edit{{File: "pkg/leanstore/handed.go",
 			Old: "if len(matched)+len(matchedSpill) == len(v.byHash)+len(v.spill) {",
 			New: "if len(matched)+len(matchedSpill) == len(items) {"}},
 		Cmd: harness,
@@ -203,9 +203,9 @@ var Catalog = []Mutant{
 	// object its own, older version.
 	{
 		Name:   "relist-delete-at-old-version",
-		Where:  "pkg/leanstore/view.go: (*view).goneAt",
+		Where:  "pkg/leanstore/handed.go: (*handed).goneAt",
 		Breaks: "a re-list's DELETED events carry the deleted objects' old resourceVersions: the informer's resourceVersion goes back",
-		Edits: []Edit{{File: "pkg/leanstore/view.go",
+		Edits: []Edit{{File: "pkg/leanstore/handed.go",
 			Old: "if v.movedOut != nil && v.movedOut(obj) {",
 			New: "if v.movedOut == nil || v.movedOut(obj) {"}},
 		Cmd: harness,
@@ -240,9 +240,9 @@ var Catalog = []Mutant{
 	// the reflector takes to queue the changes, microseconds.
 	{
 		Name:   "relist-reorders-events",
-		Where:  "pkg/leanstore/watch.go: (*leanWatch).relist",
+		Where:  "pkg/leanstore/watch_relist.go: (*leanWatch).relist",
 		Breaks: "a re-list hands its DELETED events (at the list's resourceVersion) before its ADDED and MODIFIED (older): the informer's resourceVersion goes back while they are queued",
-		Edits: []Edit{{File: "pkg/leanstore/watch.go",
+		Edits: []Edit{{File: "pkg/leanstore/watch_relist.go",
 			Old: "range [][]watch.Event{diff.changed, diff.deleted} {",
 			New: "range [][]watch.Event{diff.deleted, diff.changed} {"}},
 		Cmd: harness,
@@ -260,7 +260,8 @@ var Catalog = []Mutant{
 				"\t\t\tw.rv = m.GetResourceVersion()",
 				"\t\t}",
 				""),
-			New: ""}},
+			// meta stays imported: the file uses it nowhere else.
+			New: "\t\t_ = meta.Accessor\n"}},
 		Cmd: harness,
 	},
 	// The bookmark that closes a re-list is a new object of the listed
@@ -270,9 +271,9 @@ var Catalog = []Mutant{
 	// cached object, in place.
 	{
 		Name:   "relist-bookmark-wrong-object",
-		Where:  "pkg/leanstore/watch.go: (*listWatch).bookmark",
+		Where:  "pkg/leanstore/watch_relist.go: (*listWatch).bookmark",
 		Breaks: "the bookmark after a re-list carries no resourceVersion, and the first listed object, cached, is given the list's in place",
-		Edits: []Edit{{File: "pkg/leanstore/watch.go",
+		Edits: []Edit{{File: "pkg/leanstore/watch_relist.go",
 			Old: lines(
 				"\tm, err := meta.Accessor(obj)",
 				"\tif err != nil {",
@@ -292,9 +293,9 @@ var Catalog = []Mutant{
 	// which is easy to take for "no DELETE").
 	{
 		Name:   "shard-moved-not-deleted",
-		Where:  "pkg/leanstore/view.go: (*view).diff",
+		Where:  "pkg/leanstore/handed.go: (*handed).diff",
 		Breaks: "after a rebalance an object that moved to another replica stays in this one's cache: two replicas hold it",
-		Edits: []Edit{{File: "pkg/leanstore/view.go",
+		Edits: []Edit{{File: "pkg/leanstore/handed.go",
 			Old: "\t\tif _, ok := slices.BinarySearch(matched, h); !ok {\n",
 			New: "\t\tif _, ok := slices.BinarySearch(matched, h); !ok && (v.movedOut == nil || !v.movedOut(obj)) {\n"}},
 		Cmd: shardPackage,
@@ -306,9 +307,9 @@ var Catalog = []Mutant{
 	// lists (one to start, one per rebalance).
 	{
 		Name:   "shard-moved-not-deleted-union",
-		Where:  "pkg/leanstore/view.go: (*view).diff",
+		Where:  "pkg/leanstore/handed.go: (*handed).diff",
 		Breaks: "after a rebalance an object that moved to another replica stays in this one's cache: two replicas hold it",
-		Edits: []Edit{{File: "pkg/leanstore/view.go",
+		Edits: []Edit{{File: "pkg/leanstore/handed.go",
 			Old: "\t\tif _, ok := slices.BinarySearch(matched, h); !ok {\n",
 			New: "\t\tif _, ok := slices.BinarySearch(matched, h); !ok && (v.movedOut == nil || !v.movedOut(obj)) {\n"}},
 		Cmd: shardUnion,

@@ -154,7 +154,7 @@ func encodedInformer(lw *listWatch, cfg informerConfig, enc *EncodedStore) (cach
 			Compression:   enc.Compression.store(),
 			HotCacheBytes: enc.HotCacheBytes,
 		}),
-		LastStored: lw.view.lastStored,
+		LastStored: lw.handed.lastStored,
 	})
 }
 

@@ -66,11 +66,11 @@ func NewSharedInformerFactory(client kubernetes.Interface, defaultResync time.Du
 //
 // It builds a leanstore informer that lists and watches what newFunc's
 // informer would: the same namespace, label and field selectors (read from a
-// probe of newFunc's list, answered locally, so nothing reaches the server), and
+// inspection of newFunc's list, answered locally, so nothing reaches the server), and
 // the indexers newFunc's informer declares. newFunc's informer itself is never
 // run, unless leanstore cannot list for it: a clientset without a REST client
 // (a fake clientset), a type outside the clientset's own API groups (a custom
-// resource's Go type), or a newFunc whose list could not be probed. Then the
+// resource's Go type), or a newFunc whose list could not be inspected. Then the
 // informer is newFunc's own, stripped by leanstore, and Status says why
 // (ListPathClientGo). newFunc may be nil for built-in types.
 func (f *TypedFactory) InformerFor(obj runtime.Object, newFunc internalinterfaces.NewInformerFunc) cache.SharedIndexInformer {
@@ -96,12 +96,12 @@ func (f *TypedFactory) build(obj runtime.Object, newFunc internalinterfaces.NewI
 	req := request{namespace: f.opts.namespace, resource: guessed.Resource}
 	indexers := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
 	if newFunc != nil {
-		probed, idx, err := probeNewFunc(newFunc, resync, gvk.GroupVersion())
+		inspected, idx, err := inspectNewFunc(newFunc, resync, gvk.GroupVersion())
 		if err != nil {
 			return wrapClientGo(newFunc(f.client, resync), obj, f.opts.name+"/"+gr.String(), gr,
 				"InformerFor: what newFunc's informer lists could not be read ("+err.Error()+"); using that informer, stripped", &f.opts, f.metrics)
 		}
-		req, indexers = probed, idx
+		req, indexers = inspected, idx
 	}
 	var disc rest.Interface
 	if d := f.client.Discovery(); d != nil {
@@ -113,8 +113,8 @@ func (f *TypedFactory) build(obj runtime.Object, newFunc internalinterfaces.NewI
 	o := f.opts // a copy: newFunc's selectors apply to this informer only
 	if newFunc != nil {
 		// newFunc's informer applied its own namespace and tweak (the
-		// generated informers pass the factory's) in the probe: what they did
-		// is in the probed request.
+		// generated informers pass the factory's) in the inspection: what they did
+		// is in the inspected request.
 		o.labelSelector = joinSelector(o.labelSelector, req.labelSelector)
 		o.fieldSelector = joinSelector(o.fieldSelector, req.fieldSelector)
 		o.tweak = nil

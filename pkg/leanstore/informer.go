@@ -75,11 +75,11 @@ func newInformer(cfg informerConfig, o *options, state *factoryState, m *metrics
 	tr := newTracker(cfg.name, cfg.gr().String(), cfg.wire, o.logger, m)
 	lw := &listWatch{
 		src: cfg.src, gr: cfg.gr, opts: o, strip: strip, state: state,
-		health: newHealth(tr, o.backoff), view: newView(), example: cfg.example,
+		retry: newRetryState(tr, o.backoff), handed: newHanded(), example: cfg.example,
 		shard: newShardFilter(o.shard),
 	}
 	if lw.shard != nil {
-		lw.view.movedOut = func(obj runtime.Object) bool { return !lw.shard.owns(obj) }
+		lw.handed.movedOut = func(obj runtime.Object) bool { return !lw.shard.owns(obj) }
 	}
 	lw.streaming, lw.streamingWhy = effectiveStreaming(o.streaming, cfg.client)
 	if cfg.lean {
@@ -87,7 +87,7 @@ func newInformer(cfg informerConfig, o *options, state *factoryState, m *metrics
 	}
 	var inner cache.SharedIndexInformer
 	if enc != nil {
-		lw.view.compact = true
+		lw.handed.compact = true
 		var err error
 		if inner, err = encodedInformer(lw, cfg, enc); err != nil {
 			invalid = err
@@ -102,8 +102,8 @@ func newInformer(cfg informerConfig, o *options, state *factoryState, m *metrics
 	}
 	tr.reflector = standInReflector(lw, cfg.example, cfg.name)
 	inf := &Informer{SharedIndexInformer: inner, name: cfg.name, resource: cfg.gr(), lw: lw, strip: strip, tracker: tr, invalid: invalid}
-	if lw.view.compact {
-		lw.view.placeholder = func(r *record) runtime.Object { return placeholder(r, cfg.example) }
+	if lw.handed.compact {
+		lw.handed.placeholder = func(r *handedRecord) runtime.Object { return placeholder(r, cfg.example) }
 	}
 	_ = inner.SetWatchErrorHandlerWithContext(inf.reflectorError)
 	return inf
@@ -111,8 +111,8 @@ func newInformer(cfg informerConfig, o *options, state *factoryState, m *metrics
 
 // placeholder is an object of example's type with r's metadata: the object
 // of a DELETED a re-list sends for r under an encoded store (see
-// view.recordGoneAt).
-func placeholder(r *record, example runtime.Object) runtime.Object {
+// handed.recordGoneAt).
+func placeholder(r *handedRecord, example runtime.Object) runtime.Object {
 	obj := newLike(example)
 	if m, err := meta.Accessor(obj); err == nil {
 		m.SetNamespace(r.ns)

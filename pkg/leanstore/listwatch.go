@@ -6,7 +6,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
@@ -16,32 +16,36 @@ import (
 )
 
 // listWatch is the cache.ListerWatcher behind every leanstore informer. Its work
-// is split by stage:
+// is split by stage, each file using only those below it:
 //
-//   - list.go: a complete list, by a streaming list or a paged LIST, each object
-//     stripped as soon as it is decoded, or replaced by the handed object when it
-//     is unchanged;
-//   - watch.go: the watch, and the re-list inside it after a 410 that hands
-//     client-go only the differences from what it already has (view.go);
+//   - list.go: a complete list, by a streaming list (list_streaming.go) or a
+//     paged LIST (list_paged.go), each object stripped as soon as it is decoded,
+//     or replaced by the handed object when it is unchanged (keep.go);
+//   - watch_start.go and watch.go: the watch (leanWatch), resumed through
+//     probes (watch_probe.go), and the re-list inside it after a 410
+//     (watch_relist.go), which uses list.go and hands client-go only the
+//     differences from what it already has (handed.go);
+//   - stream.go: the watch streams both stages open; pending.go: a streaming
+//     list's stream, kept for the next watch;
 //   - wire_caller.go: what the lean protobuf decoder (internal/wire) asks of it;
-//   - health.go: the failures, backoff and stall counts both stages share.
+//   - retry.go: the failures, backoff and stall counts both stages share.
 //
 // It tells the reflector that it does not support WatchList semantics, so the
 // reflector always calls List: listWatch decides itself between a streaming list
 // and a paged LIST, remembers when the server refuses streaming lists, retries
 // failed lists with its own backoff, and reports every failure.
 type listWatch struct {
-	src    source
-	gr     func() schema.GroupResource
-	opts   *options
-	strip  *shrink.Pipeline
-	state  *factoryState
-	health *health
-	// view is what the reflector has been handed: the last list and every
+	src   source
+	gr    func() schema.GroupResource
+	opts  *options
+	strip *shrink.Pipeline
+	state *factoryState
+	retry *retryState
+	// handed is what the reflector has been handed: the last list and every
 	// watch event since.
-	view *view
+	handed *handed
 	// example is an empty object of the informer's type, for bookmarks.
-	example kruntime.Object
+	example runtime.Object
 	// streaming is the informer's streaming mode (see effectiveStreaming) and
 	// streamingWhy the reason when it differs from the one asked for.
 	streaming    StreamingMode
@@ -76,7 +80,7 @@ var (
 func (lw *listWatch) IsWatchListSemanticsUnSupported() bool { return true }
 
 // List implements cache.Lister; the reflector calls ListWithContext.
-func (lw *listWatch) List(opts metav1.ListOptions) (kruntime.Object, error) {
+func (lw *listWatch) List(opts metav1.ListOptions) (runtime.Object, error) {
 	return lw.ListWithContext(context.Background(), opts)
 }
 
@@ -88,14 +92,14 @@ func (lw *listWatch) Watch(opts metav1.ListOptions) (watch.Interface, error) {
 // ListWithContext lists every object, retrying with backoff until it succeeds or
 // ctx ends, and returns them in a list whose items are the objects to store
 // (unchanged ones are the handed objects themselves). The reflector replaces
-// its store with them, so they become the view.
-func (lw *listWatch) ListWithContext(ctx context.Context, reflectorOpts metav1.ListOptions) (kruntime.Object, error) {
+// its store with them, so they become the handed set.
+func (lw *listWatch) ListWithContext(ctx context.Context, reflectorOpts metav1.ListOptions) (runtime.Object, error) {
 	lw.dropPending()
 	res, err := lw.list(ctx, lw.listRV(reflectorOpts.ResourceVersion))
 	if err != nil {
 		return nil, err
 	}
-	lw.view.replace(res.items)
+	lw.handed.replace(res.items)
 	lw.mu.Lock()
 	lw.diffCut = false
 	lw.mu.Unlock()
@@ -110,32 +114,32 @@ func (lw *listWatch) ListWithContext(ctx context.Context, reflectorOpts metav1.L
 // longer than the idle time-out.
 func (lw *listWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	if p := lw.takePending(opts.ResourceVersion); p != nil {
-		lw.health.tracker.watchStarted()
+		lw.retry.tracker.watchStarted()
 		return newLeanWatch(ctx, lw, &probedWatch{w: p.w, final: p.final}, opts), nil
 	}
 	lw.mu.Lock()
 	cut := lw.diffCut
 	lw.mu.Unlock()
 	if cut {
-		lw.health.tracker.logger.Info("a re-list's differences were cut short: listing again")
+		lw.retry.tracker.logger.Info("a re-list's differences were cut short: listing again")
 		return nil, reportedError{apierrors.NewResourceExpired("a re-list inside the watch was cut short; listing again")}
 	}
 	p := lw.newWatchProbe(opts)
 	probe := p.probe
-	if lw.health.stalled.Load() {
+	if lw.retry.stalled.Load() {
 		probe = nil // a stalled watch is as quiet as a working one: no probe tells them apart
 	}
-	if lw.health.watchBroken.Swap(false) &&
-		!lw.health.waitOrHealed(ctx, failedAttempt{Reason: failure.WatchFailed}, lw.health.backoff.delay(), probe) {
+	if lw.retry.watchBroken.Swap(false) &&
+		!lw.retry.waitOrHealed(ctx, failedAttempt{Reason: failure.WatchFailed}, lw.retry.backoff.delay(), probe) {
 		return nil, ctx.Err()
 	}
 	if pw := p.take(); pw != nil {
-		lw.health.tracker.watchStarted()
+		lw.retry.tracker.watchStarted()
 		return newLeanWatch(ctx, lw, pw, opts), nil
 	}
-	if lw.health.stalls.Load() >= maxStalls {
-		lw.health.stalls.Store(0)
-		lw.health.tracker.logger.Info("watches keep stalling: listing again", "stalls", maxStalls)
+	if lw.retry.stalls.Load() >= maxStalls {
+		lw.retry.stalls.Store(0)
+		lw.retry.tracker.logger.Info("watches keep stalling: listing again", "stalls", maxStalls)
 		return nil, reportedError{apierrors.NewResourceExpired("watches stalled; listing again")}
 	}
 	return lw.startWatch(ctx, opts)
@@ -165,68 +169,7 @@ func (lw *listWatch) answeredJSON(err error) {
 	lw.raw = nil
 	lw.mu.Unlock()
 	if was {
-		lw.health.tracker.setWire("json (protobuf was asked for; the server answered JSON)")
-		lw.health.tracker.logger.Info("the server answers JSON to protobuf requests: decoding JSON from now on", "err", err.Error())
-	}
-}
-
-// pendingWatch is a streaming list's watch after its initial events: the
-// reflector's next Watch from that resourceVersion continues on it, as client-go
-// itself does, instead of opening a second request. It is stopped when the
-// list's context ends before anyone takes it.
-type pendingWatch struct {
-	w       watch.Interface
-	rv      string
-	final   bool        // its objects are final (see leanWatch.final)
-	release func() bool // stops the context.AfterFunc that would stop w
-}
-
-// setPending keeps w for the next Watch from rv, and stops it if ctx ends first.
-func (lw *listWatch) setPending(ctx context.Context, w watch.Interface, rv string, final bool) {
-	p := &pendingWatch{w: w, rv: rv, final: final}
-	p.release = context.AfterFunc(ctx, func() {
-		lw.mu.Lock()
-		if lw.pending == p {
-			lw.pending = nil
-		}
-		lw.mu.Unlock()
-		p.w.Stop()
-	})
-	lw.mu.Lock()
-	old := lw.pending
-	lw.pending = p
-	lw.mu.Unlock()
-	if old != nil && old.release() {
-		old.w.Stop()
-	}
-}
-
-// takePending returns the pending watch if it continues from rv; any other
-// pending watch is stopped.
-func (lw *listWatch) takePending(rv string) *pendingWatch {
-	lw.mu.Lock()
-	p := lw.pending
-	lw.pending = nil
-	lw.mu.Unlock()
-	if p == nil {
-		return nil
-	}
-	if !p.release() {
-		return nil // the list's context ended, which stops the watch
-	}
-	if p.rv != rv {
-		p.w.Stop()
-		return nil
-	}
-	return p
-}
-
-func (lw *listWatch) dropPending() {
-	lw.mu.Lock()
-	p := lw.pending
-	lw.pending = nil
-	lw.mu.Unlock()
-	if p != nil && p.release() {
-		p.w.Stop()
+		lw.retry.tracker.setWire("json (protobuf was asked for; the server answered JSON)")
+		lw.retry.tracker.logger.Info("the server answers JSON to protobuf requests: decoding JSON from now on", "err", err.Error())
 	}
 }

@@ -66,15 +66,15 @@ func (c *shardConfig) err() error {
 // client-go's own, which leanstore cannot filter before the store.
 var errShardingClientGo = errors.New("WithShard needs leanstore's own list and watch")
 
-// shardFilter is one informer's side of sharding: the ring its view reflects
+// shardFilter is one informer's side of sharding: the ring its handed set reflects
 // and what it skipped. A nil *shardFilter owns every object.
 type shardFilter struct {
 	m   *shard.Membership
 	by  shard.By
 	bad error // an invalid WithShard
 
-	// applied is the ring the informer lists and watches with: the one its
-	// view (and so client-go's store) reflects, or is being brought to.
+	// applied is the ring the informer lists and watches with: the one its handed
+	// set (and so client-go's store) reflects, or is being brought to.
 	applied atomic.Pointer[shard.Version]
 	// taken is the ring whose objects the informer holds: applied once a
 	// list with it has been handed to the reflector whole.
@@ -85,7 +85,7 @@ type shardFilter struct {
 	rebalances    atomic.Int64
 
 	mu sync.Mutex
-	// moving is when the ring the informer is bringing its view to was
+	// moving is when the ring the informer is bringing its handed set to was
 	// published; zero when it is not rebalancing.
 	moving        time.Time
 	lastRebalance time.Time

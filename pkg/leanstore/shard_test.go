@@ -320,7 +320,7 @@ func TestShardAdvanceTakesOnlyTheComparedRing(t *testing.T) {
 func TestShardRebalanceDeletesMovedAtTheirOwnVersion(t *testing.T) {
 	f := staticFilter(t, 0, 2)
 	owned, other := ownedAndNot(t, f)
-	v := newView()
+	v := newHanded()
 	v.movedOut = func(obj runtime.Object) bool { return !f.owns(obj) }
 	pod := func(name, rv string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}

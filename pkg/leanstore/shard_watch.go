@@ -124,7 +124,7 @@ func (w *leanWatch) flushSkipped(ctx context.Context) bool {
 }
 
 // rebalance brings the informer to the membership's latest ring: a list
-// inside the watch, whose differences from the view are the objects that came
+// inside the watch, whose differences from the handed set are the objects that came
 // to this replica (ADDED) and those that went to another (DELETED). A ring
 // change that moves nothing to or from this replica needs no list. False
 // means the watch ends (see relist).
@@ -135,7 +135,7 @@ func (w *leanWatch) rebalance(ctx context.Context) bool {
 		f.advance(st)
 		return true
 	}
-	w.lw.health.tracker.logger.Info("shard ring changed: listing again inside the watch", "self", f.m.Self(),
+	w.lw.retry.tracker.logger.Info("shard ring changed: listing again inside the watch", "self", f.m.Self(),
 		"members", st.Members(), "generation", st.Generation())
 	return w.relist(ctx)
 }

@@ -10,92 +10,18 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	"reflect"
 
-	"github.com/cachetune/cachetune/internal/wire"
 	"github.com/cachetune/cachetune/pkg/failure"
 )
-
-// maxStalls is how many watches in a row may stall before the informer lists again.
-const maxStalls = 2
-
-// errStalled is the error of a watch silent for longer than the idle timeout.
-var errStalled = errors.New("watch stalled")
 
 // errShortWatch is the error of a watch stream that ended within a second of
 // its start, before any event, without a break being seen (see handle).
 var errShortWatch = errors.New("the watch stream ended within a second of its start, before any event")
 
-func stalled(idle time.Duration) error {
-	return fmt.Errorf("%w: no event or bookmark for %s", errStalled, idle)
-}
-
-// startWatch opens a watch from opts.ResourceVersion, retrying failed starts
-// with backoff until one succeeds, ctx ends, or the server says the
-// resourceVersion is gone.
-func (lw *listWatch) startWatch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	p := lw.newWatchProbe(opts)
-	for {
-		w, d, err := lw.openWatch(ctx, lw.opts.listOptions(opts), lw.watchStreamBroke(ctx))
-		if err == nil {
-			lw.health.tracker.watchStarted()
-			return newLeanWatch(ctx, lw, &probedWatch{w: w, final: d != nil}, opts), nil
-		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		start := failedAttempt{Reason: failure.WatchStartFailed}
-		if isExpired(err) {
-			lw.health.report(ctx, start, err, 0)
-			return nil, reportedError{err}
-		}
-		if !lw.health.failed(ctx, start, err, p.probe) {
-			return nil, ctx.Err()
-		}
-		if pw := p.take(); pw != nil {
-			lw.health.tracker.watchStarted()
-			return newLeanWatch(ctx, lw, pw, opts), nil
-		}
-	}
-}
-
-// openWatch starts a watch: a lean protobuf stream when the source allows it.
-// The result's objects are final (stripped, or the handed ones) when d is not nil.
-func (lw *listWatch) openWatch(ctx context.Context, opts metav1.ListOptions, onBroken func(error)) (w watch.Interface, d *wire.Decoder, err error) {
-	raw := lw.rawSource()
-	if raw == nil {
-		w, err = lw.src.watch(ctx, opts)
-		return w, nil, err
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	body, err := raw.rawWatch(ctx, opts)
-	if err != nil {
-		cancel()
-		return nil, nil, err
-	}
-	d = lw.newDecoder(ctx, raw)
-	return wire.NewWatch(body, cancel, d, skippedEvent, onBroken), d, nil
-}
-
-// watchStreamBroke reports a watch stream that broke and makes the next watch
-// wait out the backoff; a stream that turned out to be JSON switches the
-// informer to JSON instead, and the next watch starts at once.
-func (lw *listWatch) watchStreamBroke(ctx context.Context) func(error) {
-	return func(err error) {
-		if errors.Is(err, errAnsweredJSON) {
-			lw.answeredJSON(err)
-			return
-		}
-		lw.health.watchBroken.Store(true)
-		lw.health.report(ctx, failedAttempt{Reason: failure.WatchFailed}, err, 0)
-	}
-}
-
 // leanWatch wraps a watch: it strips each object before the reflector sees it,
-// records what the reflector was handed (the view), reports ERROR events (which
+// records what the reflector was handed (the handed set), reports ERROR events (which
 // client-go's reflector only logs at high verbosity), and ends the watch when it
 // has been silent for longer than the idle timeout. client-go sets a watch
 // time-out only on the server side, so a connection that stalls without closing
@@ -188,7 +114,7 @@ func (w *leanWatch) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-idle:
-			w.lw.health.watchStalled(ctx, w.lw.opts.idleTimeout, w.events)
+			w.lw.retry.watchStalled(ctx, w.lw.opts.idleTimeout, w.events)
 			return // the reflector sees the channel close and watches again from its last resourceVersion
 		case <-w.skips.due:
 			if !w.flushSkipped(ctx) {
@@ -223,7 +149,7 @@ func (w *leanWatch) resetIdle() {
 // handle deals with what the inner watch sent (ok false: it closed) and hands
 // the reflector what it should see; false means the watch ends.
 func (w *leanWatch) handle(ctx context.Context, ev watch.Event, ok bool) bool {
-	h := w.lw.health
+	h := w.lw.retry
 	if !ok {
 		// A stream that broke (cut, undecodable) is resumed inside this
 		// watch; one that ended cleanly (the server's time-out) ends it,
@@ -269,7 +195,7 @@ func (w *leanWatch) handle(ctx context.Context, ev watch.Event, ok bool) bool {
 // watch works.
 func (w *leanWatch) counted() {
 	if w.events++; w.events == 1 {
-		w.lw.health.delivered()
+		w.lw.retry.delivered()
 	}
 }
 
@@ -299,7 +225,7 @@ func (w *leanWatch) watchError(ctx context.Context, ev watch.Event) bool {
 		// is being stopped into an ERROR event: not a failure.
 		return false
 	}
-	h := w.lw.health
+	h := w.lw.retry
 	err := apierrors.FromObject(ev.Object)
 	if !isExpired(err) {
 		// Any other ERROR event ends the stream (client-go's stream watcher
@@ -330,17 +256,17 @@ func (w *leanWatch) watchError(ctx context.Context, ev watch.Event) bool {
 	return true
 }
 
-// send hands ev to the reflector and records it in the view; false means the
+// send hands ev to the reflector and records it in the handed set; false means the
 // watch was stopped.
 func (w *leanWatch) send(ctx context.Context, ev watch.Event) bool {
-	if _, ok := ev.Object.(*record); ok {
-		// An object the view has (an encoded store's, see record) with
+	if _, ok := ev.Object.(*handedRecord); ok {
+		// An object the handed set has (an encoded store's, see record) with
 		// the same uid and resourceVersion: the reflector has it already.
 		return true
 	}
 	select {
 	case w.out <- ev:
-		w.lw.view.handed(ev)
+		w.lw.handed.apply(ev)
 		if m, err := meta.Accessor(ev.Object); err == nil && m.GetResourceVersion() != "" {
 			w.rv = m.GetResourceVersion()
 		}
@@ -365,7 +291,7 @@ func (w *leanWatch) waitExpiry(ctx context.Context, f failedAttempt, d time.Dura
 	opts := w.opts
 	opts.ResourceVersion = w.rv
 	p := w.lw.newWatchProbe(opts)
-	if !w.lw.health.waitOrHealed(ctx, f, d, p.probe) {
+	if !w.lw.retry.waitOrHealed(ctx, f, d, p.probe) {
 		return false, false
 	}
 	pw := p.take()
@@ -379,7 +305,7 @@ func (w *leanWatch) waitExpiry(ctx context.Context, f failedAttempt, d time.Dura
 // adopt makes a watch a probe found working the inner watch.
 func (w *leanWatch) adopt(pw *probedWatch) {
 	w.inner, w.final, w.peeked = pw.w, pw.final, pw.first
-	w.lw.health.tracker.watchStarted()
+	w.lw.retry.tracker.watchStarted()
 }
 
 // resume replaces a broken inner watch with a new one from the
@@ -391,7 +317,7 @@ func (w *leanWatch) adopt(pw *probedWatch) {
 // watch (relist). False means the watch ends: it was stopped.
 func (w *leanWatch) resume(ctx context.Context) bool {
 	w.inner.Stop()
-	lw, h := w.lw, w.lw.health
+	lw, h := w.lw, w.lw.retry
 	opts := w.opts
 	opts.ResourceVersion = w.rv
 	p := lw.newWatchProbe(opts)
@@ -419,87 +345,4 @@ func (w *leanWatch) resume(ctx context.Context) bool {
 			return false
 		}
 	}
-}
-
-// relist lists again after the server said the watch's resourceVersion is gone,
-// hands the reflector the differences from what it has been handed (see
-// view.diff) and a bookmark at the list's resourceVersion, and goes on watching
-// from there. False means the watch ends: it was stopped, or the new watch
-// could not be opened (the reflector then watches again from the bookmark,
-// through WatchWithContext's retries).
-//
-// A stopped relist leaves nothing half-done behind: when the watch stops before
-// every difference was handed, the next WatchWithContext makes the reflector
-// list again instead of resuming from a resourceVersion that may be past a
-// deletion it was never told about.
-func (w *leanWatch) relist(ctx context.Context) bool {
-	w.inner.Stop()
-	res, err := w.lw.list(withReuse(ctx), "")
-	if err != nil {
-		return false // ctx ended: list retries every other failure
-	}
-	diff := w.lw.view.diff(res.items, res.rv)
-	for _, evs := range [][]watch.Event{diff.changed, diff.deleted} {
-		for i, ev := range evs {
-			if !w.send(ctx, ev) {
-				for _, unsent := range evs[i:] {
-					w.lw.view.lastStored(unsent.Object) // placeholders never handed (see recordGoneAt)
-				}
-				w.lw.mu.Lock()
-				w.lw.diffCut = true
-				w.lw.mu.Unlock()
-				w.lw.dropPending()
-				return false
-			}
-		}
-	}
-	if bm, ok := w.lw.bookmark(res.rv, res.items); ok && !w.send(ctx, watch.Event{Type: watch.Bookmark, Object: bm}) {
-		w.lw.dropPending()
-		return false
-	}
-	w.lw.shard.took() // the reflector has this shard's objects of the list's ring (WithShard)
-	if p := w.lw.takePending(res.rv); p != nil {
-		w.inner, w.final = p.w, p.final
-	} else {
-		opts := w.opts
-		opts.ResourceVersion = res.rv
-		inner, d, err := w.lw.openWatch(ctx, w.lw.opts.listOptions(opts), w.lw.watchStreamBroke(ctx))
-		if err != nil {
-			if ctx.Err() == nil {
-				w.lw.health.watchBroken.Store(true)
-				w.lw.health.report(ctx, failedAttempt{Reason: failure.WatchStartFailed}, err, 0)
-			}
-			return false
-		}
-		w.inner, w.final = inner, d != nil
-	}
-	w.lw.health.tracker.watchStarted()
-	return true
-}
-
-// bookmark returns a bookmark object at rv, of the type of the listed objects (or
-// the informer's example), which the reflector accepts in a watch.
-func (lw *listWatch) bookmark(rv string, items []runtime.Object) (runtime.Object, bool) {
-	like := lw.example
-	if len(items) > 0 {
-		if _, isRecord := items[0].(*record); !isRecord {
-			like = items[0]
-		}
-	}
-	if like == nil || reflect.TypeOf(like).Kind() != reflect.Pointer {
-		return nil, false
-	}
-	obj, ok := reflect.New(reflect.TypeOf(like).Elem()).Interface().(runtime.Object)
-	if !ok {
-		return nil, false
-	}
-	if u, ok := obj.(*unstructured.Unstructured); ok {
-		u.SetGroupVersionKind(like.GetObjectKind().GroupVersionKind())
-	}
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return nil, false
-	}
-	m.SetResourceVersion(rv)
-	return obj, true
 }

@@ -18,10 +18,10 @@ var errAnsweredJSON = wire.ErrAnsweredJSON
 // wireCaller is what the lean protobuf decoder (internal/wire) asks of a
 // listWatch: its shard, its handed objects and its shrink pipeline.
 type wireCaller struct {
-	// view holds the objects handed to the reflector, where unchanged ones
+	// handed holds the objects handed to the reflector, where unchanged ones
 	// are found; nil decodes every object.
-	view  *view
-	strip *shrink.Pipeline
+	handed *handed
+	strip  *shrink.Pipeline
 	// shard drops objects of other shards right after the decoder peeks at
 	// them (WithShard); nil keeps every object.
 	shard *shardFilter
@@ -30,9 +30,9 @@ type wireCaller struct {
 
 // newWireDecoder returns a lean protobuf decoder of gr's objects that finds
 // unchanged ones in v, strips with s and keeps f's shard.
-func newWireDecoder(newObject func() runtime.Object, gr schema.GroupResource, v *view, s *shrink.Pipeline, f *shardFilter) *wire.Decoder {
+func newWireDecoder(newObject func() runtime.Object, gr schema.GroupResource, v *handed, s *shrink.Pipeline, f *shardFilter) *wire.Decoder {
 	strip := wire.Strip{ManagedFields: s.ManagedFields, Annotations: s.Annotations, AnnotationPrefixes: s.AnnotationPrefixes}
-	return wire.NewDecoder(newObject, gr, strip, &wireCaller{view: v, strip: s, shard: f, gr: gr})
+	return wire.NewDecoder(newObject, gr, strip, &wireCaller{handed: v, strip: s, shard: f, gr: gr})
 }
 
 // Skip drops an object of another shard from its namespace and name alone
@@ -43,10 +43,10 @@ func (c *wireCaller) Skip(namespace, name []byte) bool {
 
 // Cached returns the handed object with id's uid and resourceVersion, if any.
 func (c *wireCaller) Cached(id wire.Identity) (runtime.Object, bool) {
-	if c.view == nil || len(id.UID) == 0 || len(id.ResourceVersion) == 0 {
+	if c.handed == nil || len(id.UID) == 0 || len(id.ResourceVersion) == 0 {
 		return nil, false
 	}
-	old, ok := c.view.getBytes(id.Namespace, id.Name)
+	old, ok := c.handed.getBytes(id.Namespace, id.Name)
 	if !ok {
 		return nil, false
 	}

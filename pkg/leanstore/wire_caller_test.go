@@ -69,10 +69,10 @@ func TestWireDecoderStripsLikeTheTransform(t *testing.T) {
 	}
 }
 
-// The decoder with leanstore's caller returns the handed object (the view's)
+// The decoder with leanstore's caller returns the handed object (the handed set's)
 // when its uid and resourceVersion are the ones on the wire.
 func TestWireDecoderReusesUnchangedObjects(t *testing.T) {
-	v := newView()
+	v := newHanded()
 	cached := testPod("a", "7")
 	v.replace([]runtime.Object{cached})
 	d := newWireDecoder(newPod, podsGR, v, shrink.NewPipeline(shrink.Config{ManagedFields: true}), nil)

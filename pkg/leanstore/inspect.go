@@ -27,7 +27,7 @@ type request struct {
 	labelSelector, fieldSelector string
 }
 
-// probeNewFunc finds out what the informer newFunc builds lists, without
+// inspectNewFunc finds out what the informer newFunc builds lists, without
 // sending anything to the API server: it builds the informer with a clientset
 // whose transport answers every request locally with an empty list and
 // records it, calls the informer's own list function once, and reads the
@@ -35,8 +35,8 @@ type request struct {
 // is not client-go's shared informer (its list function cannot be reached), or
 // when its list does not go through the clientset it was given, or lists
 // another group version than gv.
-func probeNewFunc(newFunc internalinterfaces.NewInformerFunc, resync time.Duration, gv schema.GroupVersion) (request, cache.Indexers, error) {
-	rec := &probeTransport{}
+func inspectNewFunc(newFunc internalinterfaces.NewInformerFunc, resync time.Duration, gv schema.GroupVersion) (request, cache.Indexers, error) {
+	rec := &inspectTransport{}
 	cs, err := kubernetes.NewForConfig(&rest.Config{Host: "http://leanstore-probe.invalid", Transport: rec, QPS: -1})
 	if err != nil {
 		return request{}, nil, err
@@ -124,19 +124,19 @@ func listerWatcherOf(inf cache.SharedIndexInformer) (cache.ListerWatcher, error)
 	return nil, fmt.Errorf("%T has no list function leanstore can read", inf)
 }
 
-// probeTransport answers every request with an empty list and records the first.
-type probeTransport struct {
+// inspectTransport answers every request with an empty list and records the first.
+type inspectTransport struct {
 	mu   sync.Mutex
 	seen *http.Request
 }
 
-func (p *probeTransport) first() *http.Request {
+func (p *inspectTransport) first() *http.Request {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.seen
 }
 
-func (p *probeTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+func (p *inspectTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	p.mu.Lock()
 	if p.seen == nil {
 		p.seen = r

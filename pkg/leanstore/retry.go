@@ -8,12 +8,12 @@ import (
 	"github.com/cachetune/cachetune/pkg/failure"
 )
 
-// health is the state that one informer's lists and watches share: the
+// retryState is the state that one informer's lists and watches share: the
 // backoff of failed requests, what the last watches did, and whether the
 // informer has listed. Lists and watches report through it, so that every
 // failure reaches the tracker (logs, metrics, Status, the informer's
 // watch-error handlers) the same way, whichever stage it happened in.
-type health struct {
+type retryState struct {
 	tracker *tracker
 	// backoff paces failed lists and watch starts; it resets after a success.
 	backoff *backoffState
@@ -35,13 +35,13 @@ type health struct {
 	synced atomic.Bool
 }
 
-func newHealth(t *tracker, b Backoff) *health {
-	return &health{tracker: t, backoff: newBackoffState(b), expiry: newBackoffState(b)}
+func newRetryState(t *tracker, b Backoff) *retryState {
+	return &retryState{tracker: t, backoff: newBackoffState(b), expiry: newBackoffState(b)}
 }
 
 // failed reports a failure and waits out the backoff, or less when probe
 // says the server is healed (see waitOrHealed); false means ctx ended.
-func (h *health) failed(ctx context.Context, f failedAttempt, err error, probe func(context.Context) error) bool {
+func (h *retryState) failed(ctx context.Context, f failedAttempt, err error, probe func(context.Context) error) bool {
 	d := h.backoff.delay()
 	h.report(ctx, f, err, d)
 	return h.waitOrHealed(ctx, f, d, probe)
@@ -61,7 +61,7 @@ const probeEvery = time.Second
 // that fails is a failed request like any other and is reported as f, with
 // the wait still left as its next delay: nothing the server refuses goes
 // unreported. A nil probe just waits. False means ctx ended.
-func (h *health) waitOrHealed(ctx context.Context, f failedAttempt, d time.Duration, probe func(context.Context) error) bool {
+func (h *retryState) waitOrHealed(ctx context.Context, f failedAttempt, d time.Duration, probe func(context.Context) error) bool {
 	if probe == nil || d <= probeEvery {
 		return sleep(ctx, d)
 	}
@@ -87,13 +87,13 @@ func (h *health) waitOrHealed(ctx context.Context, f failedAttempt, d time.Durat
 }
 
 // report reports a failure after which the informer retries after next.
-func (h *health) report(ctx context.Context, f failedAttempt, err error, next time.Duration) {
+func (h *retryState) report(ctx context.Context, f failedAttempt, err error, next time.Duration) {
 	f.Err, f.NextDelay = err, next
 	h.tracker.fail(ctx, f)
 }
 
 // listed records a successful list.
-func (h *health) listed(path ListPath, reason string, count, reused int) {
+func (h *retryState) listed(path ListPath, reason string, count, reused int) {
 	h.backoff.reset()
 	h.tracker.ok()
 	h.tracker.listed(path, reason, count, reused)
@@ -101,7 +101,7 @@ func (h *health) listed(path ListPath, reason string, count, reused int) {
 }
 
 // delivered records the first event of a watch: the watch works.
-func (h *health) delivered() {
+func (h *retryState) delivered() {
 	h.tracker.ok()
 	h.backoff.reset()
 	h.expiry.reset()
@@ -110,7 +110,7 @@ func (h *health) delivered() {
 }
 
 // watchStalled records a watch that delivered nothing for the idle time-out.
-func (h *health) watchStalled(ctx context.Context, idle time.Duration, events int) {
+func (h *retryState) watchStalled(ctx context.Context, idle time.Duration, events int) {
 	h.watchBroken.Store(true)
 	h.stalled.Store(true)
 	if events == 0 {

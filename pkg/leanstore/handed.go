@@ -11,19 +11,19 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 )
 
-// view is what the reflector has been handed: the objects of the last list
+// handed is what the reflector has been handed: the objects of the last list
 // returned to it, changed by every watch event sent to it since. A re-list
-// inside the watch diffs against the view, and unchanged objects are found in
+// inside the watch diffs against the handed set, and unchanged objects are found in
 // it, rather than in the informer's indexer, because the indexer lags behind
 // the reflector by whatever still waits in the informer's queue: a slow index
 // function or a burst of events keeps events queued, and a diff against the
 // indexer would miss an object that was added and then deleted while its ADDED
 // event was still queued (the object would stay in the cache as a ghost).
 //
-// The view keys objects by a 64-bit hash of namespace and name, and keeps
+// The handed set keys objects by a 64-bit hash of namespace and name, and keeps
 // colliding keys (vanishingly rare) in a second map keyed by the key itself, so
 // that it costs one map slot per object and no key string.
-type view struct {
+type handed struct {
 	mu     sync.Mutex
 	byHash map[uint64]kruntime.Object
 	spill  map[string]kruntime.Object // keys whose hash another key already holds
@@ -38,20 +38,20 @@ type view struct {
 	// placeholder makes the object of a record's DELETED: an object of the
 	// informer's type with the record's metadata. placeholders are those
 	// handed and not yet resolved by the informer (see recordGoneAt).
-	placeholder  func(*record) kruntime.Object
+	placeholder  func(*handedRecord) kruntime.Object
 	placeholders sync.Map
 }
 
-var viewSeed = maphash.MakeSeed()
+var handedSeed = maphash.MakeSeed()
 
-func newView() *view {
-	return &view{byHash: map[uint64]kruntime.Object{}}
+func newHanded() *handed {
+	return &handed{byHash: map[uint64]kruntime.Object{}}
 }
 
 // keyHash hashes an object key given as namespace and name.
 func keyHash(ns, name string) uint64 {
 	var h maphash.Hash
-	h.SetSeed(viewSeed)
+	h.SetSeed(handedSeed)
 	if ns != "" {
 		h.WriteString(ns)
 		h.WriteByte('/')
@@ -63,7 +63,7 @@ func keyHash(ns, name string) uint64 {
 // keyHashBytes is keyHash of a namespace and name read from encoded bytes.
 func keyHashBytes(ns, name []byte) uint64 {
 	var h maphash.Hash
-	h.SetSeed(viewSeed)
+	h.SetSeed(handedSeed)
 	if len(ns) > 0 {
 		h.Write(ns)
 		h.WriteByte('/')
@@ -74,7 +74,7 @@ func keyHashBytes(ns, name []byte) uint64 {
 
 // identify returns an object's namespace and name.
 func identify(obj kruntime.Object) (ns, name string, ok bool) {
-	if r, isRecord := obj.(*record); isRecord {
+	if r, isRecord := obj.(*handedRecord); isRecord {
 		return r.ns, r.name, true
 	}
 	m, err := meta.Accessor(obj)
@@ -92,7 +92,7 @@ func spillKey(ns, name string) string {
 }
 
 // getLocked returns the handed object with namespace ns and name name.
-func (v *view) getLocked(h uint64, ns, name string) (kruntime.Object, bool) {
+func (v *handed) getLocked(h uint64, ns, name string) (kruntime.Object, bool) {
 	obj, ok := v.byHash[h]
 	if !ok {
 		return nil, false
@@ -105,7 +105,7 @@ func (v *view) getLocked(h uint64, ns, name string) (kruntime.Object, bool) {
 }
 
 // get returns the handed object with this namespace and name.
-func (v *view) get(ns, name string) (kruntime.Object, bool) {
+func (v *handed) get(ns, name string) (kruntime.Object, bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.getLocked(keyHash(ns, name), ns, name)
@@ -113,7 +113,7 @@ func (v *view) get(ns, name string) (kruntime.Object, bool) {
 
 // getBytes is get for a namespace and name read from encoded bytes; it does
 // not allocate unless the key's hash collides with another key's.
-func (v *view) getBytes(ns, name []byte) (kruntime.Object, bool) {
+func (v *handed) getBytes(ns, name []byte) (kruntime.Object, bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	obj, ok := v.byHash[keyHashBytes(ns, name)]
@@ -127,7 +127,7 @@ func (v *view) getBytes(ns, name []byte) (kruntime.Object, bool) {
 	return obj, ok
 }
 
-func (v *view) putLocked(obj kruntime.Object) {
+func (v *handed) putLocked(obj kruntime.Object) {
 	ns, name, ok := identify(obj)
 	if !ok {
 		return
@@ -153,7 +153,7 @@ func (v *view) putLocked(obj kruntime.Object) {
 	v.spill[spillKey(ns, name)] = obj
 }
 
-func (v *view) removeLocked(ns, name string) {
+func (v *handed) removeLocked(ns, name string) {
 	h := keyHash(ns, name)
 	if old, ok := v.byHash[h]; ok {
 		if ons, oname, _ := identify(old); ons == ns && oname == name {
@@ -164,8 +164,8 @@ func (v *view) removeLocked(ns, name string) {
 	delete(v.spill, spillKey(ns, name))
 }
 
-// handed records an event the reflector has received.
-func (v *view) handed(ev watch.Event) {
+// apply records an event the reflector has received.
+func (v *handed) apply(ev watch.Event) {
 	switch ev.Type {
 	case watch.Added, watch.Modified:
 		v.mu.Lock()
@@ -183,7 +183,7 @@ func (v *view) handed(ev watch.Event) {
 // replace records a list handed to the reflector, which replaces its store
 // with it. The maps keep their capacity: a re-list of a store of the same size
 // allocates nothing here.
-func (v *view) replace(items []kruntime.Object) {
+func (v *handed) replace(items []kruntime.Object) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	clear(v.byHash)
@@ -193,7 +193,7 @@ func (v *view) replace(items []kruntime.Object) {
 	}
 }
 
-// changes are the watch events that turn the view into a new list.
+// changes are the watch events that turn the handed set into a new list.
 type changes struct {
 	// changed are ADDED and MODIFIED events, in resourceVersion order.
 	changed []watch.Event
@@ -202,7 +202,7 @@ type changes struct {
 	deleted []watch.Event
 }
 
-// diff compares the view with items, a complete list at resourceVersion rv.
+// diff compares the handed set with items, a complete list at resourceVersion rv.
 // An unchanged object is the handed object itself (the decoders reuse it), so
 // any other object for a handed key is a change.
 //
@@ -219,7 +219,7 @@ type changes struct {
 // its ADDED is not older than the DELETED its handlers were told. The
 // reflector's resourceVersion goes back meanwhile, as it does for the objects
 // that came to this replica, until the list's closing bookmark.
-func (v *view) diff(items []kruntime.Object, rv string) changes {
+func (v *handed) diff(items []kruntime.Object, rv string) changes {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	var out changes
@@ -275,8 +275,8 @@ func (v *view) diff(items []kruntime.Object, rv string) changes {
 // goneAt is the object of the DELETED event of a handed object that a list at
 // rv does not have: the object itself when it went to another shard, else a
 // copy at rv (see diff).
-func (v *view) goneAt(obj kruntime.Object, rv string) kruntime.Object {
-	if r, ok := obj.(*record); ok {
+func (v *handed) goneAt(obj kruntime.Object, rv string) kruntime.Object {
+	if r, ok := obj.(*handedRecord); ok {
 		return v.recordGoneAt(r, rv)
 	}
 	if v.movedOut != nil && v.movedOut(obj) {
@@ -292,7 +292,7 @@ func (v *view) goneAt(obj kruntime.Object, rv string) kruntime.Object {
 // in the order of its queue, does the store hold the last object the
 // handlers were told, as client-go's re-list hands them the store's last
 // object of a deleted key.
-func (v *view) recordGoneAt(r *record, rv string) kruntime.Object {
+func (v *handed) recordGoneAt(r *handedRecord, rv string) kruntime.Object {
 	obj := v.placeholder(r)
 	if v.movedOut == nil || !v.movedOut(obj) {
 		if m, err := meta.Accessor(obj); err == nil {
@@ -307,7 +307,7 @@ func (v *view) recordGoneAt(r *record, rv string) kruntime.Object {
 // forgets it: the informer resolves each once, and a re-list cut short
 // forgets those it did not send. Forgetting them at the next list instead
 // could forget one still waiting in the informer's queue.
-func (v *view) lastStored(obj any) bool {
+func (v *handed) lastStored(obj any) bool {
 	_, ok := v.placeholders.LoadAndDelete(obj)
 	return ok
 }
