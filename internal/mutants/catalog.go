@@ -178,9 +178,9 @@ var Catalog = []Mutant{
 	// the wrong way round treats every changed object as unchanged.
 	{
 		Name:   "view-changed-as-unchanged",
-		Where:  "pkg/leanstore/handed.go: (*handed).diff",
+		Where:  "internal/reflector/handed.go: (*Handed).Diff",
 		Breaks: "a re-list inside the watch hands no MODIFIED for objects whose resourceVersion changed: the cache keeps the old versions",
-		Edits: []Edit{{File: "pkg/leanstore/handed.go",
+		Edits: []Edit{{File: "internal/reflector/handed.go",
 			Old: "\t\tcase old != obj:\n",
 			New: "\t\tcase compareRV(old, obj) > 0:\n"}},
 		Cmd: harness,
@@ -190,9 +190,9 @@ var Catalog = []Mutant{
 	// no new object then skips the deletions.
 	{
 		Name:   "view-drops-deletes",
-		Where:  "pkg/leanstore/handed.go: (*handed).diff",
+		Where:  "internal/reflector/handed.go: (*Handed).Diff",
 		Breaks: "a re-list whose every object was already handed sends no DELETE for the objects it no longer has: deleted objects stay cached",
-		Edits: []Edit{{File: "pkg/leanstore/handed.go",
+		Edits: []Edit{{File: "internal/reflector/handed.go",
 			Old: "if len(matched)+len(matchedSpill) == len(v.byHash)+len(v.spill) {",
 			New: "if len(matched)+len(matchedSpill) == len(items) {"}},
 		Cmd: harness,
@@ -203,11 +203,11 @@ var Catalog = []Mutant{
 	// object its own, older version.
 	{
 		Name:   "relist-delete-at-old-version",
-		Where:  "pkg/leanstore/handed.go: (*handed).goneAt",
+		Where:  "internal/reflector/handed.go: (*Handed).goneAt",
 		Breaks: "a re-list's DELETED events carry the deleted objects' old resourceVersions: the informer's resourceVersion goes back",
-		Edits: []Edit{{File: "pkg/leanstore/handed.go",
-			Old: "if v.movedOut != nil && v.movedOut(obj) {",
-			New: "if v.movedOut == nil || v.movedOut(obj) {"}},
+		Edits: []Edit{{File: "internal/reflector/handed.go",
+			Old: "if v.MovedOut != nil && v.MovedOut(obj) {",
+			New: "if v.MovedOut == nil || v.MovedOut(obj) {"}},
 		Cmd: harness,
 	},
 	// A probe that finds a resumed watch working has read its first event;
@@ -243,8 +243,8 @@ var Catalog = []Mutant{
 		Where:  "pkg/leanstore/watch_relist.go: (*leanWatch).relist",
 		Breaks: "a re-list hands its DELETED events (at the list's resourceVersion) before its ADDED and MODIFIED (older): the informer's resourceVersion goes back while they are queued",
 		Edits: []Edit{{File: "pkg/leanstore/watch_relist.go",
-			Old: "range [][]watch.Event{diff.changed, diff.deleted} {",
-			New: "range [][]watch.Event{diff.deleted, diff.changed} {"}},
+			Old: "range [][]watch.Event{diff.Changed, diff.Deleted} {",
+			New: "range [][]watch.Event{diff.Deleted, diff.Changed} {"}},
 		Cmd: harness,
 	},
 	// The watch records the resourceVersion of every event it hands on,
@@ -293,11 +293,11 @@ var Catalog = []Mutant{
 	// which is easy to take for "no DELETE").
 	{
 		Name:   "shard-moved-not-deleted",
-		Where:  "pkg/leanstore/handed.go: (*handed).diff",
+		Where:  "internal/reflector/handed.go: (*Handed).Diff",
 		Breaks: "after a rebalance an object that moved to another replica stays in this one's cache: two replicas hold it",
-		Edits: []Edit{{File: "pkg/leanstore/handed.go",
+		Edits: []Edit{{File: "internal/reflector/handed.go",
 			Old: "\t\tif _, ok := slices.BinarySearch(matched, h); !ok {\n",
-			New: "\t\tif _, ok := slices.BinarySearch(matched, h); !ok && (v.movedOut == nil || !v.movedOut(obj)) {\n"}},
+			New: "\t\tif _, ok := slices.BinarySearch(matched, h); !ok && (v.MovedOut == nil || !v.MovedOut(obj)) {\n"}},
 		Cmd: shardPackage,
 	},
 	// The same defect, against the harness's sharding program. A replica
@@ -307,11 +307,11 @@ var Catalog = []Mutant{
 	// lists (one to start, one per rebalance).
 	{
 		Name:   "shard-moved-not-deleted-union",
-		Where:  "pkg/leanstore/handed.go: (*handed).diff",
+		Where:  "internal/reflector/handed.go: (*Handed).Diff",
 		Breaks: "after a rebalance an object that moved to another replica stays in this one's cache: two replicas hold it",
-		Edits: []Edit{{File: "pkg/leanstore/handed.go",
+		Edits: []Edit{{File: "internal/reflector/handed.go",
 			Old: "\t\tif _, ok := slices.BinarySearch(matched, h); !ok {\n",
-			New: "\t\tif _, ok := slices.BinarySearch(matched, h); !ok && (v.movedOut == nil || !v.movedOut(obj)) {\n"}},
+			New: "\t\tif _, ok := slices.BinarySearch(matched, h); !ok && (v.MovedOut == nil || !v.MovedOut(obj)) {\n"}},
 		Cmd: shardUnion,
 	},
 	// The decoder drops another shard's object before anything else; the

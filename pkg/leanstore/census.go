@@ -296,7 +296,7 @@ func roundAlloc(n uintptr, pointers bool) int64 {
 
 // encodedEntry is what an encoded store (WithEncodedStore) keeps per object
 // beside its kept bytes and key: the entry (bytes, resourceVersion, index
-// values) and, in the handed set, the object's record (see handedRecord), whose uid and
+// values) and, in the handed set, the object's record (see reflector.Record), whose uid and
 // resourceVersion strings are its own. A decode-free estimate: sampling
 // objects as censusOf does would decode them, and size what the store does
 // not hold.

@@ -154,7 +154,7 @@ func encodedInformer(lw *listWatch, cfg informerConfig, enc *EncodedStore) (cach
 			Compression:   enc.Compression.store(),
 			HotCacheBytes: enc.HotCacheBytes,
 		}),
-		LastStored: lw.handed.lastStored,
+		LastStored: lw.handed.LastStored,
 	})
 }
 

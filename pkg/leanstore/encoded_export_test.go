@@ -1,24 +1,9 @@
 package leanstore
 
-// ViewForTest counts what the informer's handed set (the record of handed objects
-// that re-lists diff against) holds: records and whole objects.
+// ViewForTest counts what the informer's handed set (the record of handed
+// objects that re-lists diff against) holds: records and whole objects.
 func (i *Informer) ViewForTest() (records, objects int) {
-	i.lw.handed.mu.Lock()
-	defer i.lw.handed.mu.Unlock()
-	count := func(obj any) {
-		if _, ok := obj.(*handedRecord); ok {
-			records++
-		} else {
-			objects++
-		}
-	}
-	for _, obj := range i.lw.handed.byHash {
-		count(obj)
-	}
-	for _, obj := range i.lw.handed.spill {
-		count(obj)
-	}
-	return records, objects
+	return i.lw.handed.Counts()
 }
 
 // EncodedStatsForTest says whether the informer keeps its objects in an

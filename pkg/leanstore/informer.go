@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/cachetune/cachetune/internal/reflector"
 	"github.com/cachetune/cachetune/internal/shrink"
 	"github.com/cachetune/cachetune/pkg/failure"
 )
@@ -75,11 +76,11 @@ func newInformer(cfg informerConfig, o *options, state *factoryState, m *metrics
 	tr := newTracker(cfg.name, cfg.gr().String(), cfg.wire, o.logger, m)
 	lw := &listWatch{
 		src: cfg.src, gr: cfg.gr, opts: o, strip: strip, state: state,
-		retry: newRetryState(tr, o.backoff), handed: newHanded(), example: cfg.example,
+		retry: newRetryState(tr, o.backoff), handed: reflector.NewHanded(), example: cfg.example,
 		shard: newShardFilter(o.shard),
 	}
 	if lw.shard != nil {
-		lw.handed.movedOut = func(obj runtime.Object) bool { return !lw.shard.owns(obj) }
+		lw.handed.MovedOut = func(obj runtime.Object) bool { return !lw.shard.owns(obj) }
 	}
 	lw.streaming, lw.streamingWhy = effectiveStreaming(o.streaming, cfg.client)
 	if cfg.lean {
@@ -87,7 +88,7 @@ func newInformer(cfg informerConfig, o *options, state *factoryState, m *metrics
 	}
 	var inner cache.SharedIndexInformer
 	if enc != nil {
-		lw.handed.compact = true
+		lw.handed.Compact = true
 		var err error
 		if inner, err = encodedInformer(lw, cfg, enc); err != nil {
 			invalid = err
@@ -102,8 +103,8 @@ func newInformer(cfg informerConfig, o *options, state *factoryState, m *metrics
 	}
 	tr.reflector = standInReflector(lw, cfg.example, cfg.name)
 	inf := &Informer{SharedIndexInformer: inner, name: cfg.name, resource: cfg.gr(), lw: lw, strip: strip, tracker: tr, invalid: invalid}
-	if lw.handed.compact {
-		lw.handed.placeholder = func(r *handedRecord) runtime.Object { return placeholder(r, cfg.example) }
+	if lw.handed.Compact {
+		lw.handed.Placeholder = func(r *reflector.Record) runtime.Object { return placeholder(r, cfg.example) }
 	}
 	_ = inner.SetWatchErrorHandlerWithContext(inf.reflectorError)
 	return inf
@@ -111,14 +112,14 @@ func newInformer(cfg informerConfig, o *options, state *factoryState, m *metrics
 
 // placeholder is an object of example's type with r's metadata: the object
 // of a DELETED a re-list sends for r under an encoded store (see
-// handed.recordGoneAt).
-func placeholder(r *handedRecord, example runtime.Object) runtime.Object {
+// reflector.Handed.recordGoneAt).
+func placeholder(r *reflector.Record, example runtime.Object) runtime.Object {
 	obj := newLike(example)
 	if m, err := meta.Accessor(obj); err == nil {
-		m.SetNamespace(r.ns)
-		m.SetName(r.name)
-		m.SetUID(types.UID(r.uid))
-		m.SetResourceVersion(r.rv)
+		m.SetNamespace(r.Namespace)
+		m.SetName(r.Name)
+		m.SetUID(types.UID(r.UID))
+		m.SetResourceVersion(r.ResourceVersion)
 	}
 	return obj
 }

@@ -22,7 +22,7 @@ func (lw *listWatch) keep(obj runtime.Object, copyOut, reuse bool) (runtime.Obje
 	if !lw.shard.owns(obj) {
 		return nil, false, nil
 	}
-	if old, ok := lw.handed.get(m.GetNamespace(), m.GetName()); ok && reuse {
+	if old, ok := lw.handed.Get(m.GetNamespace(), m.GetName()); ok && reuse {
 		if om, err := meta.Accessor(old); err == nil && om.GetUID() == m.GetUID() && om.GetResourceVersion() == m.GetResourceVersion() {
 			return old, true, nil
 		}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/cachetune/cachetune/internal/reflector"
 	"github.com/cachetune/cachetune/internal/shrink"
 	"github.com/cachetune/cachetune/pkg/failure"
 )
@@ -24,7 +25,7 @@ import (
 //   - watch_start.go and watch.go: the watch (leanWatch), resumed through
 //     probes (watch_probe.go), and the re-list inside it after a 410
 //     (watch_relist.go), which uses list.go and hands client-go only the
-//     differences from what it already has (handed.go);
+//     differences from what it already has (internal/reflector, handed.go);
 //   - stream.go: the watch streams both stages open; pending.go: a streaming
 //     list's stream, kept for the next watch;
 //   - wire_caller.go: what the lean protobuf decoder (internal/wire) asks of it;
@@ -43,7 +44,7 @@ type listWatch struct {
 	retry *retryState
 	// handed is what the reflector has been handed: the last list and every
 	// watch event since.
-	handed *handed
+	handed *reflector.Handed
 	// example is an empty object of the informer's type, for bookmarks.
 	example runtime.Object
 	// streaming is the informer's streaming mode (see effectiveStreaming) and
@@ -99,7 +100,7 @@ func (lw *listWatch) ListWithContext(ctx context.Context, reflectorOpts metav1.L
 	if err != nil {
 		return nil, err
 	}
-	lw.handed.replace(res.items)
+	lw.handed.Replace(res.items)
 	lw.mu.Lock()
 	lw.diffCut = false
 	lw.mu.Unlock()

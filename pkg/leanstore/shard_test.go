@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/scheme"
 
+	"github.com/cachetune/cachetune/internal/reflector"
 	"github.com/cachetune/cachetune/internal/shrink"
 	"github.com/cachetune/cachetune/internal/wire"
 	"github.com/cachetune/cachetune/pkg/shard"
@@ -320,14 +321,14 @@ func TestShardAdvanceTakesOnlyTheComparedRing(t *testing.T) {
 func TestShardRebalanceDeletesMovedAtTheirOwnVersion(t *testing.T) {
 	f := staticFilter(t, 0, 2)
 	owned, other := ownedAndNot(t, f)
-	v := newHanded()
-	v.movedOut = func(obj runtime.Object) bool { return !f.owns(obj) }
+	v := reflector.NewHanded()
+	v.MovedOut = func(obj runtime.Object) bool { return !f.owns(obj) }
 	pod := func(name, rv string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}
 	}
-	v.replace([]runtime.Object{pod(owned, "5"), pod(other, "6")})
+	v.Replace([]runtime.Object{pod(owned, "5"), pod(other, "6")})
 	got := map[string]string{}
-	for _, ev := range v.diff(nil, "10").deleted {
+	for _, ev := range v.Diff(nil, "10").Deleted {
 		if ev.Type != watch.Deleted {
 			t.Errorf("event %s, want DELETED", ev.Type)
 		}

@@ -29,11 +29,11 @@ func withReuse(ctx context.Context) context.Context { return context.WithValue(c
 
 // reuses reports whether a list or watch on ctx may return the handed set's object
 // for an unchanged one. Always, but under an encoded store, whose handed set keeps
-// records (see handedRecord): a record must never reach the reflector, so only a
+// records (see reflector.Record): a record must never reach the reflector, so only a
 // re-list inside the watch, which hands the reflector only what changed,
 // reuses there; any other list decodes every object.
 func (lw *listWatch) reuses(ctx context.Context) bool {
-	return !lw.handed.compact || ctx.Value(reuseKey{}) != nil
+	return !lw.handed.Compact || ctx.Value(reuseKey{}) != nil
 }
 
 func isExpired(err error) bool {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/cachetune/cachetune/internal/reflector"
 	"github.com/cachetune/cachetune/pkg/failure"
 )
 
@@ -259,14 +260,14 @@ func (w *leanWatch) watchError(ctx context.Context, ev watch.Event) bool {
 // send hands ev to the reflector and records it in the handed set; false means the
 // watch was stopped.
 func (w *leanWatch) send(ctx context.Context, ev watch.Event) bool {
-	if _, ok := ev.Object.(*handedRecord); ok {
-		// An object the handed set has (an encoded store's, see record) with
+	if _, ok := ev.Object.(*reflector.Record); ok {
+		// An object the handed set has (an encoded store's, see reflector.Record) with
 		// the same uid and resourceVersion: the reflector has it already.
 		return true
 	}
 	select {
 	case w.out <- ev:
-		w.lw.handed.apply(ev)
+		w.lw.handed.Apply(ev)
 		if m, err := meta.Accessor(ev.Object); err == nil && m.GetResourceVersion() != "" {
 			w.rv = m.GetResourceVersion()
 		}

@@ -9,12 +9,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/cachetune/cachetune/internal/reflector"
 	"github.com/cachetune/cachetune/pkg/failure"
 )
 
 // relist lists again after the server said the watch's resourceVersion is gone,
 // hands the reflector the differences from what it has been handed (see
-// handed.diff) and a bookmark at the list's resourceVersion, and goes on watching
+// reflector.Handed.Diff) and a bookmark at the list's resourceVersion, and goes on watching
 // from there. False means the watch ends: it was stopped, or the new watch
 // could not be opened (the reflector then watches again from the bookmark,
 // through WatchWithContext's retries).
@@ -29,12 +30,12 @@ func (w *leanWatch) relist(ctx context.Context) bool {
 	if err != nil {
 		return false // ctx ended: list retries every other failure
 	}
-	diff := w.lw.handed.diff(res.items, res.rv)
-	for _, evs := range [][]watch.Event{diff.changed, diff.deleted} {
+	diff := w.lw.handed.Diff(res.items, res.rv)
+	for _, evs := range [][]watch.Event{diff.Changed, diff.Deleted} {
 		for i, ev := range evs {
 			if !w.send(ctx, ev) {
 				for _, unsent := range evs[i:] {
-					w.lw.handed.lastStored(unsent.Object) // placeholders never handed (see recordGoneAt)
+					w.lw.handed.LastStored(unsent.Object) // placeholders never handed (see recordGoneAt)
 				}
 				w.lw.mu.Lock()
 				w.lw.diffCut = true
@@ -73,7 +74,7 @@ func (w *leanWatch) relist(ctx context.Context) bool {
 func (lw *listWatch) bookmark(rv string, items []runtime.Object) (runtime.Object, bool) {
 	like := lw.example
 	if len(items) > 0 {
-		if _, isRecord := items[0].(*handedRecord); !isRecord {
+		if _, isRecord := items[0].(*reflector.Record); !isRecord {
 			like = items[0]
 		}
 	}

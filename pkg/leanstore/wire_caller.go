@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/cachetune/cachetune/internal/reflector"
 	"github.com/cachetune/cachetune/internal/shrink"
 	"github.com/cachetune/cachetune/internal/wire"
 )
@@ -20,7 +21,7 @@ var errAnsweredJSON = wire.ErrAnsweredJSON
 type wireCaller struct {
 	// handed holds the objects handed to the reflector, where unchanged ones
 	// are found; nil decodes every object.
-	handed *handed
+	handed *reflector.Handed
 	strip  *shrink.Pipeline
 	// shard drops objects of other shards right after the decoder peeks at
 	// them (WithShard); nil keeps every object.
@@ -30,7 +31,7 @@ type wireCaller struct {
 
 // newWireDecoder returns a lean protobuf decoder of gr's objects that finds
 // unchanged ones in v, strips with s and keeps f's shard.
-func newWireDecoder(newObject func() runtime.Object, gr schema.GroupResource, v *handed, s *shrink.Pipeline, f *shardFilter) *wire.Decoder {
+func newWireDecoder(newObject func() runtime.Object, gr schema.GroupResource, v *reflector.Handed, s *shrink.Pipeline, f *shardFilter) *wire.Decoder {
 	strip := wire.Strip{ManagedFields: s.ManagedFields, Annotations: s.Annotations, AnnotationPrefixes: s.AnnotationPrefixes}
 	return wire.NewDecoder(newObject, gr, strip, &wireCaller{handed: v, strip: s, shard: f, gr: gr})
 }
@@ -46,7 +47,7 @@ func (c *wireCaller) Cached(id wire.Identity) (runtime.Object, bool) {
 	if c.handed == nil || len(id.UID) == 0 || len(id.ResourceVersion) == 0 {
 		return nil, false
 	}
-	old, ok := c.handed.getBytes(id.Namespace, id.Name)
+	old, ok := c.handed.GetBytes(id.Namespace, id.Name)
 	if !ok {
 		return nil, false
 	}

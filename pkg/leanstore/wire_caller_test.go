@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
 
+	"github.com/cachetune/cachetune/internal/reflector"
 	"github.com/cachetune/cachetune/internal/shrink"
 	"github.com/cachetune/cachetune/internal/wire"
 )
@@ -72,9 +73,9 @@ func TestWireDecoderStripsLikeTheTransform(t *testing.T) {
 // The decoder with leanstore's caller returns the handed object (the handed set's)
 // when its uid and resourceVersion are the ones on the wire.
 func TestWireDecoderReusesUnchangedObjects(t *testing.T) {
-	v := newHanded()
+	v := reflector.NewHanded()
 	cached := testPod("a", "7")
-	v.replace([]runtime.Object{cached})
+	v.Replace([]runtime.Object{cached})
 	d := newWireDecoder(newPod, podsGR, v, shrink.NewPipeline(shrink.Config{ManagedFields: true}), nil)
 	for _, tc := range []struct {
 		name      string

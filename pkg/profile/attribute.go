@@ -30,7 +30,8 @@ const OtherBucket = "other"
 //   - store: the informer's indexer and queue (threadSafeMap and its
 //     indices, DeltaFIFO, RealFIFO): map buckets, index sets, delta slices.
 //   - transform: cachetune's leanstore package, the shrink pipeline it runs
-//     each object through (internal/shrink), and any function whose name
+//     each object through (internal/shrink), the parts of its list/watch loop
+//     that moved out of it (internal/reflector), and any function whose name
 //     begins with Transform or strip (in either case), such as
 //     controller-runtime's TransformStripManagedFields.
 //   - watch: the rest of the list and watch machinery (reflector, pager,
@@ -41,7 +42,7 @@ func DefaultBuckets() []Bucket {
 	return []Bucket{
 		{Name: "decode", Match: regexp.MustCompile(`^(k8s\.io/apimachinery/pkg/runtime/serializer|k8s\.io/apimachinery/pkg/util/framer|encoding/json\.|sigs\.k8s\.io/json|github\.com/json-iterator/|google\.golang\.org/protobuf/|github\.com/gogo/protobuf/|github\.com/fxamacker/cbor/|k8s\.io/client-go/rest\.\(\*Request\)\.transformResponse|k8s\.io/client-go/rest/watch\.)|\.Unmarshal$`)},
 		{Name: "store", Match: regexp.MustCompile(`^k8s\.io/client-go/tools/cache\.(\(\*(threadSafeMap|storeIndex|cache|DeltaFIFO|RealFIFO)\)|NewThreadSafeStore|NewDeltaFIFO|NewRealFIFO)`)},
-		{Name: "transform", Match: regexp.MustCompile(`^github\.com/cachetune/cachetune/(pkg/leanstore|internal/shrink)|\.(?i:transform|strip)[^./]*(\.func\d+(\.\d+)*)?$`)},
+		{Name: "transform", Match: regexp.MustCompile(`^github\.com/cachetune/cachetune/(pkg/leanstore|internal/shrink|internal/reflector)|\.(?i:transform|strip)[^./]*(\.func\d+(\.\d+)*)?$`)},
 		{Name: "watch", Match: regexp.MustCompile(`^(k8s\.io/client-go/tools/cache\.(\(\*Reflector\)|handle\w*Watch|watchHandler)|k8s\.io/client-go/tools/pager|k8s\.io/client-go/tools/watch|k8s\.io/apimachinery/pkg/watch|k8s\.io/apimachinery/pkg/api/meta\.(ExtractList|EachListItem))`)},
 	}
 }

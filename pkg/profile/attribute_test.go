@@ -230,6 +230,7 @@ func TestDefaultBuckets(t *testing.T) {
 		"k8s.io/client-go/tools/cache.(*RealFIFO).addToItems_locked":                 "store",
 		"github.com/cachetune/cachetune/pkg/leanstore.(*Transformer).apply":          "transform",
 		"github.com/cachetune/cachetune/internal/shrink.(*shareTable).internLocked":  "transform",
+		"github.com/cachetune/cachetune/internal/reflector.(*Handed).Diff":           "transform",
 		"sigs.k8s.io/controller-runtime/pkg/cache.TransformStripManagedFields.func1": "transform",
 		"main.stripPod":            "transform",
 		"example.com/op.Transform": "transform",

@@ -1,14 +1,14 @@
-package leanstore
+package reflector
 
 import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// handedRecord is what the handed set keeps of a handed object under an encoded store
+// Record is what the handed set keeps of a handed object under an encoded store
 // (WithEncodedStore): its namespace, name, uid and resourceVersion, enough to
 // find an unchanged object in a re-list and to tell a changed one. Keeping
 // the handed object itself would keep every decoded object alive beside its
@@ -19,34 +19,34 @@ import (
 // object causes no event, so the record never reaches the reflector). It is a
 // runtime.Object with object metadata (GetObjectMeta), so that the handed set's
 // other users read it as they read any handed object.
-type handedRecord struct {
-	ns, name, uid, rv string
+type Record struct {
+	Namespace, Name, UID, ResourceVersion string
 }
 
-var _ kruntime.Object = (*handedRecord)(nil)
+var _ runtime.Object = (*Record)(nil)
 
 // recordOf returns the record of obj, or obj itself when it is a record, or
 // nil when obj has no metadata.
-func recordOf(obj kruntime.Object) *handedRecord {
-	if r, ok := obj.(*handedRecord); ok {
+func recordOf(obj runtime.Object) *Record {
+	if r, ok := obj.(*Record); ok {
 		return r
 	}
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return nil
 	}
-	return &handedRecord{ns: m.GetNamespace(), name: m.GetName(), uid: string(m.GetUID()), rv: m.GetResourceVersion()}
+	return &Record{Namespace: m.GetNamespace(), Name: m.GetName(), UID: string(m.GetUID()), ResourceVersion: m.GetResourceVersion()}
 }
 
-func (r *handedRecord) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+func (r *Record) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
 
-func (r *handedRecord) DeepCopyObject() kruntime.Object { c := *r; return &c }
+func (r *Record) DeepCopyObject() runtime.Object { c := *r; return &c }
 
 // GetObjectMeta is the record as object metadata, for meta.Accessor.
-func (r *handedRecord) GetObjectMeta() metav1.Object {
-	return &metav1.ObjectMeta{Namespace: r.ns, Name: r.name, UID: types.UID(r.uid), ResourceVersion: r.rv}
+func (r *Record) GetObjectMeta() metav1.Object {
+	return &metav1.ObjectMeta{Namespace: r.Namespace, Name: r.Name, UID: types.UID(r.UID), ResourceVersion: r.ResourceVersion}
 }
 
-func (r *handedRecord) GetUID() types.UID { return types.UID(r.uid) }
+func (r *Record) GetUID() types.UID { return types.UID(r.UID) }
 
-func (r *handedRecord) GetResourceVersion() string { return r.rv }
+func (r *Record) GetResourceVersion() string { return r.ResourceVersion }

@@ -1,4 +1,4 @@
-package leanstore
+package reflector
 
 import (
 	"hash/maphash"
@@ -6,12 +6,12 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
-// handed is what the reflector has been handed: the objects of the last list
+// Handed is what the reflector has been handed: the objects of the last list
 // returned to it, changed by every watch event sent to it since. A re-list
 // inside the watch diffs against the handed set, and unchanged objects are found in
 // it, rather than in the informer's indexer, because the indexer lags behind
@@ -23,29 +23,29 @@ import (
 // The handed set keys objects by a 64-bit hash of namespace and name, and keeps
 // colliding keys (vanishingly rare) in a second map keyed by the key itself, so
 // that it costs one map slot per object and no key string.
-type handed struct {
+type Handed struct {
 	mu     sync.Mutex
-	byHash map[uint64]kruntime.Object
-	spill  map[string]kruntime.Object // keys whose hash another key already holds
-	// movedOut reports whether a handed object the list does not have is
-	// another shard's now (WithShard); nil without sharding. See diff.
-	movedOut func(kruntime.Object) bool
-	// compact keeps a record of each handed object (its key, uid and
+	byHash map[uint64]runtime.Object
+	spill  map[string]runtime.Object // keys whose hash another key already holds
+	// MovedOut reports whether a handed object the list does not have is
+	// another shard's now (WithShard); nil without sharding. See Diff.
+	MovedOut func(runtime.Object) bool
+	// Compact keeps a record of each handed object (its key, uid and
 	// resourceVersion) instead of the object, under an encoded store (see
-	// record); lastKnown then gives the object of a record whose DELETED a
+	// Record); lastKnown then gives the object of a record whose DELETED a
 	// re-list sends, from the informer's store, or nil.
-	compact bool
-	// placeholder makes the object of a record's DELETED: an object of the
+	Compact bool
+	// Placeholder makes the object of a record's DELETED: an object of the
 	// informer's type with the record's metadata. placeholders are those
 	// handed and not yet resolved by the informer (see recordGoneAt).
-	placeholder  func(*handedRecord) kruntime.Object
+	Placeholder  func(*Record) runtime.Object
 	placeholders sync.Map
 }
 
 var handedSeed = maphash.MakeSeed()
 
-func newHanded() *handed {
-	return &handed{byHash: map[uint64]kruntime.Object{}}
+func NewHanded() *Handed {
+	return &Handed{byHash: map[uint64]runtime.Object{}}
 }
 
 // keyHash hashes an object key given as namespace and name.
@@ -73,9 +73,9 @@ func keyHashBytes(ns, name []byte) uint64 {
 }
 
 // identify returns an object's namespace and name.
-func identify(obj kruntime.Object) (ns, name string, ok bool) {
-	if r, isRecord := obj.(*handedRecord); isRecord {
-		return r.ns, r.name, true
+func identify(obj runtime.Object) (ns, name string, ok bool) {
+	if r, isRecord := obj.(*Record); isRecord {
+		return r.Namespace, r.Name, true
 	}
 	m, err := meta.Accessor(obj)
 	if err != nil {
@@ -92,7 +92,7 @@ func spillKey(ns, name string) string {
 }
 
 // getLocked returns the handed object with namespace ns and name name.
-func (v *handed) getLocked(h uint64, ns, name string) (kruntime.Object, bool) {
+func (v *Handed) getLocked(h uint64, ns, name string) (runtime.Object, bool) {
 	obj, ok := v.byHash[h]
 	if !ok {
 		return nil, false
@@ -104,16 +104,16 @@ func (v *handed) getLocked(h uint64, ns, name string) (kruntime.Object, bool) {
 	return obj, ok
 }
 
-// get returns the handed object with this namespace and name.
-func (v *handed) get(ns, name string) (kruntime.Object, bool) {
+// Get returns the handed object with this namespace and name.
+func (v *Handed) Get(ns, name string) (runtime.Object, bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.getLocked(keyHash(ns, name), ns, name)
 }
 
-// getBytes is get for a namespace and name read from encoded bytes; it does
+// GetBytes is Get for a namespace and name read from encoded bytes; it does
 // not allocate unless the key's hash collides with another key's.
-func (v *handed) getBytes(ns, name []byte) (kruntime.Object, bool) {
+func (v *Handed) GetBytes(ns, name []byte) (runtime.Object, bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	obj, ok := v.byHash[keyHashBytes(ns, name)]
@@ -127,12 +127,12 @@ func (v *handed) getBytes(ns, name []byte) (kruntime.Object, bool) {
 	return obj, ok
 }
 
-func (v *handed) putLocked(obj kruntime.Object) {
+func (v *Handed) putLocked(obj runtime.Object) {
 	ns, name, ok := identify(obj)
 	if !ok {
 		return
 	}
-	if v.compact {
+	if v.Compact {
 		if r := recordOf(obj); r != nil {
 			obj = r
 		}
@@ -148,12 +148,12 @@ func (v *handed) putLocked(obj kruntime.Object) {
 		return
 	}
 	if v.spill == nil {
-		v.spill = map[string]kruntime.Object{}
+		v.spill = map[string]runtime.Object{}
 	}
 	v.spill[spillKey(ns, name)] = obj
 }
 
-func (v *handed) removeLocked(ns, name string) {
+func (v *Handed) removeLocked(ns, name string) {
 	h := keyHash(ns, name)
 	if old, ok := v.byHash[h]; ok {
 		if ons, oname, _ := identify(old); ons == ns && oname == name {
@@ -164,8 +164,8 @@ func (v *handed) removeLocked(ns, name string) {
 	delete(v.spill, spillKey(ns, name))
 }
 
-// apply records an event the reflector has received.
-func (v *handed) apply(ev watch.Event) {
+// Apply records an event the reflector has received.
+func (v *Handed) Apply(ev watch.Event) {
 	switch ev.Type {
 	case watch.Added, watch.Modified:
 		v.mu.Lock()
@@ -180,10 +180,10 @@ func (v *handed) apply(ev watch.Event) {
 	}
 }
 
-// replace records a list handed to the reflector, which replaces its store
+// Replace records a list handed to the reflector, which replaces its store
 // with it. The maps keep their capacity: a re-list of a store of the same size
 // allocates nothing here.
-func (v *handed) replace(items []kruntime.Object) {
+func (v *Handed) Replace(items []runtime.Object) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	clear(v.byHash)
@@ -193,16 +193,16 @@ func (v *handed) replace(items []kruntime.Object) {
 	}
 }
 
-// changes are the watch events that turn the handed set into a new list.
-type changes struct {
-	// changed are ADDED and MODIFIED events, in resourceVersion order.
-	changed []watch.Event
-	// deleted are DELETED events for objects the list no longer has, each a
+// Changes are the watch events that turn the handed set into a new list.
+type Changes struct {
+	// Changed are ADDED and MODIFIED events, in resourceVersion order.
+	Changed []watch.Event
+	// Deleted are DELETED events for objects the list no longer has, each a
 	// copy of the last handed object at the list's resourceVersion.
-	deleted []watch.Event
+	Deleted []watch.Event
 }
 
-// diff compares the handed set with items, a complete list at resourceVersion rv.
+// Diff compares the handed set with items, a complete list at resourceVersion rv.
 // An unchanged object is the handed object itself (the decoders reuse it), so
 // any other object for a handed key is a change.
 //
@@ -219,10 +219,10 @@ type changes struct {
 // its ADDED is not older than the DELETED its handlers were told. The
 // reflector's resourceVersion goes back meanwhile, as it does for the objects
 // that came to this replica, until the list's closing bookmark.
-func (v *handed) diff(items []kruntime.Object, rv string) changes {
+func (v *Handed) Diff(items []runtime.Object, rv string) Changes {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	var out changes
+	var out Changes
 	// matched are the hashes (and spilled keys) of handed objects the list
 	// has; every other handed object was deleted.
 	matched := make([]uint64, 0, len(items))
@@ -249,24 +249,24 @@ func (v *handed) diff(items []kruntime.Object, rv string) changes {
 		}
 		switch {
 		case !found:
-			out.changed = append(out.changed, watch.Event{Type: watch.Added, Object: obj})
+			out.Changed = append(out.Changed, watch.Event{Type: watch.Added, Object: obj})
 		case old != obj:
-			out.changed = append(out.changed, watch.Event{Type: watch.Modified, Object: obj})
+			out.Changed = append(out.Changed, watch.Event{Type: watch.Modified, Object: obj})
 		}
 	}
-	slices.SortStableFunc(out.changed, func(a, b watch.Event) int { return compareRV(a.Object, b.Object) })
+	slices.SortStableFunc(out.Changed, func(a, b watch.Event) int { return compareRV(a.Object, b.Object) })
 	if len(matched)+len(matchedSpill) == len(v.byHash)+len(v.spill) {
 		return out
 	}
 	slices.Sort(matched)
 	for h, obj := range v.byHash {
 		if _, ok := slices.BinarySearch(matched, h); !ok {
-			out.deleted = append(out.deleted, watch.Event{Type: watch.Deleted, Object: v.goneAt(obj, rv)})
+			out.Deleted = append(out.Deleted, watch.Event{Type: watch.Deleted, Object: v.goneAt(obj, rv)})
 		}
 	}
 	for k, obj := range v.spill {
 		if !matchedSpill[k] {
-			out.deleted = append(out.deleted, watch.Event{Type: watch.Deleted, Object: v.goneAt(obj, rv)})
+			out.Deleted = append(out.Deleted, watch.Event{Type: watch.Deleted, Object: v.goneAt(obj, rv)})
 		}
 	}
 	return out
@@ -274,12 +274,12 @@ func (v *handed) diff(items []kruntime.Object, rv string) changes {
 
 // goneAt is the object of the DELETED event of a handed object that a list at
 // rv does not have: the object itself when it went to another shard, else a
-// copy at rv (see diff).
-func (v *handed) goneAt(obj kruntime.Object, rv string) kruntime.Object {
-	if r, ok := obj.(*handedRecord); ok {
+// copy at rv (see Diff).
+func (v *Handed) goneAt(obj runtime.Object, rv string) runtime.Object {
+	if r, ok := obj.(*Record); ok {
 		return v.recordGoneAt(r, rv)
 	}
-	if v.movedOut != nil && v.movedOut(obj) {
+	if v.MovedOut != nil && v.MovedOut(obj) {
 		return obj
 	}
 	return deletedAt(obj, rv)
@@ -292,9 +292,9 @@ func (v *handed) goneAt(obj kruntime.Object, rv string) kruntime.Object {
 // in the order of its queue, does the store hold the last object the
 // handlers were told, as client-go's re-list hands them the store's last
 // object of a deleted key.
-func (v *handed) recordGoneAt(r *handedRecord, rv string) kruntime.Object {
-	obj := v.placeholder(r)
-	if v.movedOut == nil || !v.movedOut(obj) {
+func (v *Handed) recordGoneAt(r *Record, rv string) runtime.Object {
+	obj := v.Placeholder(r)
+	if v.MovedOut == nil || !v.MovedOut(obj) {
 		if m, err := meta.Accessor(obj); err == nil {
 			m.SetResourceVersion(rv)
 		}
@@ -303,18 +303,18 @@ func (v *handed) recordGoneAt(r *handedRecord, rv string) kruntime.Object {
 	return obj
 }
 
-// lastStored reports whether obj is a placeholder of recordGoneAt, and
+// LastStored reports whether obj is a placeholder of recordGoneAt, and
 // forgets it: the informer resolves each once, and a re-list cut short
 // forgets those it did not send. Forgetting them at the next list instead
 // could forget one still waiting in the informer's queue.
-func (v *handed) lastStored(obj any) bool {
+func (v *Handed) LastStored(obj any) bool {
 	_, ok := v.placeholders.LoadAndDelete(obj)
 	return ok
 }
 
 // compareRV orders objects by resourceVersion; versions that are not integers
 // (the API treats them as opaque strings) compare equal, keeping list order.
-func compareRV(a, b kruntime.Object) int {
+func compareRV(a, b runtime.Object) int {
 	am, err1 := meta.Accessor(a)
 	bm, err2 := meta.Accessor(b)
 	if err1 != nil || err2 != nil {
@@ -331,10 +331,31 @@ func compareRV(a, b kruntime.Object) int {
 // list's: the reflector records the resourceVersion of every event it gets.
 // Handed objects are shared with the cache and never changed in place, so the
 // copy shares all but its metadata with obj (see metaCopy).
-func deletedAt(obj kruntime.Object, rv string) kruntime.Object {
+func deletedAt(obj runtime.Object, rv string) runtime.Object {
 	c := metaCopy(obj)
 	if m, err := meta.Accessor(c); err == nil {
 		m.SetResourceVersion(rv)
 	}
 	return c
+}
+
+// Counts returns how many of the handed objects are kept as records (under
+// an encoded store) and how many whole; for tests.
+func (v *Handed) Counts() (records, objects int) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	count := func(obj any) {
+		if _, ok := obj.(*Record); ok {
+			records++
+		} else {
+			objects++
+		}
+	}
+	for _, obj := range v.byHash {
+		count(obj)
+	}
+	for _, obj := range v.spill {
+		count(obj)
+	}
+	return records, objects
 }

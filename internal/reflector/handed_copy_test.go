@@ -1,4 +1,4 @@
-package leanstore
+package reflector
 
 import (
 	"testing"
@@ -8,20 +8,20 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // The copy of a deleted object carries the list's resourceVersion, leaves the
 // cached object as it was, and shares the rest rather than copying it.
 func TestDeletedAtLeavesTheCachedObjectAlone(t *testing.T) {
 	pod := testPod("a", "7")
-	u := &unstructured.Unstructured{Object: map[string]interface{}{
+	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "ConfigMap",
-		"metadata": map[string]interface{}{"name": "a", "namespace": "ns", "resourceVersion": "7"},
-		"data":     map[string]interface{}{"k": "v"},
+		"metadata": map[string]any{"name": "a", "namespace": "ns", "resourceVersion": "7"},
+		"data":     map[string]any{"k": "v"},
 	}}
 	pom := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", ResourceVersion: "7"}}
-	for _, obj := range []kruntime.Object{pod, u, pom} {
+	for _, obj := range []runtime.Object{pod, u, pom} {
 		before := obj.DeepCopyObject()
 		got := deletedAt(obj, "99")
 		if m, _ := meta.Accessor(got); m.GetResourceVersion() != "99" {

@@ -1,4 +1,4 @@
-package leanstore
+package reflector
 
 import (
 	"maps"
@@ -6,7 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // metaCopy returns a copy of obj whose metadata can be changed without
@@ -22,10 +22,10 @@ import (
 // Handed objects are never changed in place, so the shared parts stay as they
 // are. An object whose metadata the top-level copy would still share (its
 // ObjectMeta held by pointer, say) is deep-copied instead.
-func metaCopy(obj kruntime.Object) kruntime.Object {
+func metaCopy(obj runtime.Object) runtime.Object {
 	if u, ok := obj.(*unstructured.Unstructured); ok {
 		c := &unstructured.Unstructured{Object: maps.Clone(u.Object)}
-		if md, ok := u.Object["metadata"].(map[string]interface{}); ok {
+		if md, ok := u.Object["metadata"].(map[string]any); ok {
 			c.Object["metadata"] = maps.Clone(md)
 		}
 		return c
@@ -36,7 +36,7 @@ func metaCopy(obj kruntime.Object) kruntime.Object {
 	}
 	cp := reflect.New(v.Elem().Type())
 	cp.Elem().Set(v.Elem())
-	c, ok := cp.Interface().(kruntime.Object)
+	c, ok := cp.Interface().(runtime.Object)
 	if !ok {
 		return obj.DeepCopyObject()
 	}
