@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/cachetune/cachetune/internal/reflector"
 	"github.com/cachetune/cachetune/pkg/failure"
 )
 
@@ -41,7 +42,7 @@ func (lw *listWatch) listRV(reflectorRV string) string {
 // list lists every object from rv ("" for the latest), by a streaming list or a
 // paged LIST, retrying with backoff until it succeeds or ctx ends.
 func (lw *listWatch) list(ctx context.Context, rv string) (listResult, error) {
-	l := &listing{rv: rv, pace: newPacer(lw.opts.heapBound).relisting(lw.retry.synced.Load()).reportTo(lw.retry.tracker),
+	l := &listing{rv: rv, pace: reflector.NewPacer(lw.opts.heapBound).Relisting(lw.retry.synced.Load()).ReportTo(lw.retry.tracker),
 		failure: failedAttempt{Reason: failure.InitialListFailed, Relist: lw.retry.synced.Load()}}
 	for {
 		if err := lw.prepareList(ctx); err != nil {
@@ -53,7 +54,7 @@ func (lw *listWatch) list(ctx context.Context, rv string) (listResult, error) {
 		if lw.useStreaming() && l.streamFailures < maxStreamFailures {
 			res, err := lw.streamingList(ctx, l.rv, l.pace)
 			if err == nil {
-				l.pace.finish()
+				l.pace.Finish()
 				return lw.listed(res, ListPathStreaming, lw.state.streamingReason()), nil
 			}
 			switch lw.streamingFailed(ctx, l, err) {
@@ -65,7 +66,7 @@ func (lw *listWatch) list(ctx context.Context, rv string) (listResult, error) {
 		}
 		res, err := lw.pagedList(ctx, l.rv, l.pace)
 		if err == nil {
-			l.pace.finish()
+			l.pace.Finish()
 			why := l.pagedWhy
 			if why == "" {
 				why = lw.pagedReason()
@@ -82,7 +83,7 @@ func (lw *listWatch) list(ctx context.Context, rv string) (listResult, error) {
 type listing struct {
 	// rv is the resourceVersion to list from; "" once it expired.
 	rv      string
-	pace    *pacer
+	pace    *reflector.Pacer
 	failure failedAttempt
 	// streamFailures counts this list's failed streaming lists: after
 	// maxStreamFailures the list uses a paged LIST, whose failures are

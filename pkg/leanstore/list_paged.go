@@ -8,13 +8,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/cachetune/cachetune/internal/reflector"
 	"github.com/cachetune/cachetune/internal/wire"
 )
 
 // pagedList lists page by page. Each page's objects are stripped (or replaced by
 // the unchanged handed object) and copied out of the page, so the page itself is
 // garbage before the next one arrives.
-func (lw *listWatch) pagedList(ctx context.Context, rv string, pace *pacer) (listResult, error) {
+func (lw *listWatch) pagedList(ctx context.Context, rv string, pace *reflector.Pacer) (listResult, error) {
 	var res listResult
 	opts := metav1.ListOptions{Limit: lw.opts.pageSize, ResourceVersion: rv}
 	if rv != "" {
@@ -48,7 +49,7 @@ func (lw *listWatch) pagedList(ctx context.Context, rv string, pace *pacer) (lis
 }
 
 // decodedPage lists one page with the client's own decoder.
-func (lw *listWatch) decodedPage(ctx context.Context, opts metav1.ListOptions, pace *pacer) (res listResult, cont string, err error) {
+func (lw *listWatch) decodedPage(ctx context.Context, opts metav1.ListOptions, pace *reflector.Pacer) (res listResult, cont string, err error) {
 	page, err := lw.src.list(ctx, opts)
 	if err != nil {
 		return res, "", err
@@ -70,7 +71,7 @@ func (lw *listWatch) decodedPage(ctx context.Context, opts metav1.ListOptions, p
 			res.reused++
 		}
 		res.items = append(res.items, kept)
-		pace.tick()
+		pace.Tick()
 		return nil
 	})
 	res.rv = lm.GetResourceVersion()
@@ -79,8 +80,8 @@ func (lw *listWatch) decodedPage(ctx context.Context, opts metav1.ListOptions, p
 
 // rawPage lists pages as protobuf and decodes them with the lean decoder as
 // they arrive: a page is never held whole, decoded or encoded.
-func (lw *listWatch) rawPage(raw rawSource, d *wire.Decoder) func(context.Context, metav1.ListOptions, *pacer) (listResult, string, error) {
-	return func(ctx context.Context, opts metav1.ListOptions, pace *pacer) (listResult, string, error) {
+func (lw *listWatch) rawPage(raw rawSource, d *wire.Decoder) func(context.Context, metav1.ListOptions, *reflector.Pacer) (listResult, string, error) {
+	return func(ctx context.Context, opts metav1.ListOptions, pace *reflector.Pacer) (listResult, string, error) {
 		body, err := raw.rawList(ctx, opts)
 		if err != nil {
 			return listResult{}, "", err

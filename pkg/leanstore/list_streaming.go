@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/cachetune/cachetune/internal/reflector"
 	"github.com/cachetune/cachetune/internal/wire"
 )
 
@@ -32,7 +33,7 @@ var initialEventsEndWait = 10 * time.Second
 // that goes quiet with objects sent, that carries a change (MODIFIED or DELETED)
 // or a plain bookmark before it, or that ends cleanly without it, comes from a
 // server that does not send it, which errNoInitialEventsEnd reports.
-func (lw *listWatch) streamingList(ctx context.Context, rv string, pace *pacer) (listResult, error) {
+func (lw *listWatch) streamingList(ctx context.Context, rv string, pace *reflector.Pacer) (listResult, error) {
 	// A break while the initial events stream is this list's failure; after the
 	// initial-events-end bookmark the stream carries on as the reflector's watch
 	// (see pendingWatch), and a break is reported as a watch failure.
@@ -118,7 +119,7 @@ func (lw *listWatch) streamEnded(brk error, events, items int) error {
 
 // addStreamed adds a streamed object to res; decode says it still needs
 // stripping (it does not come from the lean decoder).
-func (lw *listWatch) addStreamed(res *listResult, obj runtime.Object, decode, reuse bool, pace *pacer) error {
+func (lw *listWatch) addStreamed(res *listResult, obj runtime.Object, decode, reuse bool, pace *reflector.Pacer) error {
 	reused := false
 	if decode {
 		var err error
@@ -134,7 +135,7 @@ func (lw *listWatch) addStreamed(res *listResult, obj runtime.Object, decode, re
 	if reused {
 		res.reused++
 	}
-	pace.tick()
+	pace.Tick()
 	return nil
 }
 

@@ -397,7 +397,7 @@ func WithDegradedAfter(n int) Option {
 // 1.25, keeps the start-up and re-list peaks near the cache's own size instead
 // of about twice the live heap (GOGC=100), for the collections it forces:
 // docs/memory.md ("The defaults, measured") gives the peaks and the forced
-// collections measured, and BenchmarkPacedList (go test ./pkg/leanstore/ -run
+// collections measured, and BenchmarkPacedList (go test ./internal/reflector/ -run
 // '^$' -bench BenchmarkPacedList) measures them for a list of 10,000 Pods. 0
 // leaves collections to the runtime's pacing alone.
 //

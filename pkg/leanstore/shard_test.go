@@ -148,7 +148,7 @@ func TestShardSplitsAListPage(t *testing.T) {
 	held := map[string]int{}
 	for i := range 3 {
 		f := staticFilter(t, i, 3)
-		res, _, err := decodeList(shardedDecoder(f), bytes.NewReader(buf.Bytes()), f, newPacer(0))
+		res, _, err := decodeList(shardedDecoder(f), bytes.NewReader(buf.Bytes()), f, reflector.NewPacer(0))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,9 +7,10 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-
-	"github.com/cachetune/cachetune/pkg/failure"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/cachetune/cachetune/internal/reflector"
+	"github.com/cachetune/cachetune/pkg/failure"
 )
 
 // ListPath is how an informer's last list was served.
@@ -236,4 +237,24 @@ func (e reportedError) Unwrap() error { return e.error }
 func isReported(err error) bool {
 	var r reportedError
 	return errors.As(err, &r)
+}
+
+// The tracker is told what each list's pacer does.
+var _ reflector.PaceReporter = (*tracker)(nil)
+
+// HeapBound records whether the heap bound applies to the informer's lists.
+func (t *tracker) HeapBound(off string) {
+	t.mu.Lock()
+	t.st.HeapBoundOff = off
+	t.mu.Unlock()
+}
+
+// ForcedGC counts a collection the heap bound ran.
+func (t *tracker) ForcedGC() {
+	t.mu.Lock()
+	t.st.ForcedGCs++
+	t.mu.Unlock()
+	if t.metrics != nil {
+		t.metrics.forcedGCs.WithLabelValues(t.informer, t.resource).Inc()
+	}
 }

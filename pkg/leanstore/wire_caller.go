@@ -77,7 +77,7 @@ func (c *wireCaller) Finish(obj runtime.Object) (runtime.Object, error) {
 
 // decodeList decodes one protobuf list page with d into a listResult, counting
 // the items of other shards in f and pacing the collector as items arrive.
-func decodeList(d *wire.Decoder, body io.Reader, f *shardFilter, pace *pacer) (res listResult, cont string, err error) {
+func decodeList(d *wire.Decoder, body io.Reader, f *shardFilter, pace *reflector.Pacer) (res listResult, cont string, err error) {
 	res.rv, cont, err = d.List(body, func(obj runtime.Object, reused bool) {
 		if obj == nil { // another shard's (WithShard)
 			f.skippedListed.Add(1)
@@ -87,7 +87,7 @@ func decodeList(d *wire.Decoder, body io.Reader, f *shardFilter, pace *pacer) (r
 		if reused {
 			res.reused++
 		}
-		pace.tick()
+		pace.Tick()
 	})
 	return res, cont, err
 }

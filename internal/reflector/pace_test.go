@@ -1,4 +1,4 @@
-package leanstore
+package reflector
 
 import (
 	"fmt"
@@ -9,10 +9,35 @@ import (
 	"runtime/debug"
 	rtmetrics "runtime/metrics"
 	"strings"
+	"sync"
 	"testing"
-
-	"github.com/go-logr/logr"
 )
+
+// testReporter records what a pacer reports, as leanstore's tracker does in
+// Status.ForcedGCs and Status.HeapBoundOff.
+type testReporter struct {
+	mu           sync.Mutex
+	forcedGCs    int64
+	heapBoundOff string
+}
+
+func (r *testReporter) HeapBound(off string) {
+	r.mu.Lock()
+	r.heapBoundOff = off
+	r.mu.Unlock()
+}
+
+func (r *testReporter) ForcedGC() {
+	r.mu.Lock()
+	r.forcedGCs++
+	r.mu.Unlock()
+}
+
+func (r *testReporter) status() (forcedGCs int64, heapBoundOff string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.forcedGCs, r.heapBoundOff
+}
 
 func TestGCPolicyChosen(t *testing.T) {
 	env := func(kv ...string) func(string) string {
@@ -54,16 +79,16 @@ func TestGCPolicyChosen(t *testing.T) {
 // simulateList runs a pacer the way a list does: objects kept (keep bytes each)
 // and the garbage of decoding them (garbage bytes each), a tick after each, and
 // finish at the end. It returns the collections the pacer forced.
-func simulateList(p *pacer, objects, keep, garbage int) int {
+func simulateList(p *Pacer, objects, keep, garbage int) int {
 	kept := make([][]byte, 0, objects)
 	var sink []byte
 	for range objects {
 		kept = append(kept, make([]byte, keep))
 		sink = make([]byte, garbage)
 		sink[0] = 1
-		p.tick()
+		p.Tick()
 	}
-	p.finish()
+	p.Finish()
 	_ = sink
 	keepAlive(kept)
 	return p.forced
@@ -75,21 +100,21 @@ func keepAlive(v [][]byte) { _ = len(v) }
 // processOwnsGC reports whether this test process runs with a GC policy of its
 // own, in which case tests that expect forced collections cannot run.
 func processOwnsGC(t *testing.T) {
-	if off := newPacer(1.25).off; off != "" {
+	if off := NewPacer(1.25).off; off != "" {
 		t.Skipf("the test process chose its GC policy (%s): the heap bound is off", off)
 	}
 }
 
 func TestPacerForcesCollectionsAndCountsThem(t *testing.T) {
 	processOwnsGC(t)
-	tr := newTracker("test/pods", "pods", "protobuf", logr.Discard(), nil)
-	p := newPacer(1.25).reportTo(tr)
+	tr := &testReporter{}
+	p := NewPacer(1.25).ReportTo(tr)
 	forced := simulateList(p, 2000, 4<<10, 32<<10)
 	if forced == 0 {
 		t.Fatal("a list with 64 MB of garbage forced no collection")
 	}
-	if st := tr.status(); st.ForcedGCs != int64(forced) || st.HeapBoundOff != "" {
-		t.Errorf("status: %d forced collections, heap bound off %q; want %d and on", st.ForcedGCs, st.HeapBoundOff, forced)
+	if forcedGCs, off := tr.status(); forcedGCs != int64(forced) || off != "" {
+		t.Errorf("status: %d forced collections, heap bound off %q; want %d and on", forcedGCs, off, forced)
 	}
 }
 
@@ -103,13 +128,13 @@ func TestPacerCapsCollectionsPerList(t *testing.T) {
 		ballast[i] = make([]byte, 1<<20)
 	}
 	runtime.GC()
-	forced := simulateList(newPacer(1.25), 300*paceEvery, 0, 64<<10)
+	forced := simulateList(NewPacer(1.25), 300*paceEvery, 0, 64<<10)
 	runtime.KeepAlive(ballast)
 	if forced != maxForcedPerList {
 		t.Errorf("forced %d collections in one list, want the maximum, %d", forced, maxForcedPerList)
 	}
 	// The next list has a budget of its own.
-	if again := simulateList(newPacer(1.25), 4*paceEvery, 0, 64<<10); again == 0 {
+	if again := simulateList(NewPacer(1.25), 4*paceEvery, 0, 64<<10); again == 0 {
 		t.Error("the next list forced no collection")
 	}
 }
@@ -136,18 +161,18 @@ func TestPacerRespectsTheProcessGCSettings(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			restore := tc.set()
 			defer restore()
-			tr := newTracker("test/pods", "pods", "protobuf", logr.Discard(), nil)
-			p := newPacer(1.25).reportTo(tr)
+			tr := &testReporter{}
+			p := NewPacer(1.25).ReportTo(tr)
 			if forced := simulateList(p, 2000, 4<<10, 32<<10); forced != 0 {
 				t.Errorf("forced %d collections in a process that set its own GC policy", forced)
 			}
-			if st := tr.status(); st.ForcedGCs != 0 || !strings.Contains(st.HeapBoundOff, tc.want) {
-				t.Errorf("status: %d forced, heap bound off %q; want 0 and a reason naming %s", st.ForcedGCs, st.HeapBoundOff, tc.want)
+			if forcedGCs, off := tr.status(); forcedGCs != 0 || !strings.Contains(off, tc.want) {
+				t.Errorf("status: %d forced, heap bound off %q; want 0 and a reason naming %s", forcedGCs, off, tc.want)
 			}
 		})
 	}
 	// Set in the middle of a list: respected from then on.
-	p := newPacer(1.25)
+	p := NewPacer(1.25)
 	old := debug.SetGCPercent(300)
 	forced := simulateList(p, 2000, 4<<10, 32<<10)
 	debug.SetGCPercent(old)
@@ -216,7 +241,7 @@ func TestPacerHelperProcess(t *testing.T) {
 	if os.Getenv(pacerHelperEnv) == "" {
 		t.Skip("only as a helper process")
 	}
-	p := newPacer(1.25)
+	p := NewPacer(1.25)
 	forced := simulateList(p, 2000, 4<<10, 32<<10)
 	fmt.Printf("pacer: forced=%d off=%s\n", forced, p.off)
 }
@@ -299,7 +324,7 @@ func TestPacerProjectionForcesFewerCollections(t *testing.T) {
 		heap := []rtmetrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 		rtmetrics.Read(heap)
 		base := heapLive()
-		p := newPacer(1.25)
+		p := NewPacer(1.25)
 		const objects, keep, garbage = 6000, 16 << 10, 16 << 10
 		kept := make([][]byte, 0, objects)
 		var sink []byte
@@ -312,9 +337,9 @@ func TestPacerProjectionForcesFewerCollections(t *testing.T) {
 				rtmetrics.Read(heap)
 				peak = max(peak, heap[0].Value.Uint64())
 			}
-			p.tick()
+			p.Tick()
 		}
-		p.finish()
+		p.Finish()
 		runtime.GC()
 		live := heapLive()
 		keepAlive(kept)
@@ -365,14 +390,14 @@ func TestCeiling(t *testing.T) {
 func TestPacerBoundsARelistByTheHeapItEndsWith(t *testing.T) {
 	processOwnsGC(t)
 	const objects, size, garbage = 3000, 16 << 10, 48 << 10
-	relist := func(relisting bool) (forced int, peakOverLive float64) {
+	relist := func(Relisting bool) (forced int, peakOverLive float64) {
 		store := make([][]byte, objects)
 		for i := range store {
 			store[i] = make([]byte, size)
 		}
 		runtime.GC()
 		heap := []rtmetrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-		p := newPacer(1.25).relisting(relisting)
+		p := NewPacer(1.25).Relisting(Relisting)
 		next := make([][]byte, objects)
 		var sink []byte
 		peak := uint64(0)
@@ -388,9 +413,9 @@ func TestPacerBoundsARelistByTheHeapItEndsWith(t *testing.T) {
 				rtmetrics.Read(heap)
 				peak = max(peak, heap[0].Value.Uint64())
 			}
-			p.tick()
+			p.Tick()
 		}
-		p.finish()
+		p.Finish()
 		keepAlive(store)
 		runtime.GC()
 		live := heapLive()

@@ -1,4 +1,4 @@
-package leanstore
+package reflector
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -30,7 +31,7 @@ import (
 // with the bound measured against the projected live heap (the default) and
 // against the last collection's.
 func BenchmarkPacedList(b *testing.B) {
-	if off := newPacer(1.25).off; off != "" {
+	if off := NewPacer(1.25).off; off != "" {
 		b.Skipf("the heap bound is off in this process: %s", off)
 	}
 	const n = 10000
@@ -38,8 +39,8 @@ func BenchmarkPacedList(b *testing.B) {
 		name  string
 		strip shrink.Config
 	}{
-		{"strip-mf-la", shrink.Config{ManagedFields: true, Annotations: map[string]bool{LastAppliedAnnotation: true}}},
-		{"share", shrink.Config{ManagedFields: true, Annotations: map[string]bool{LastAppliedAnnotation: true}, Share: true}},
+		{"strip-mf-la", shrink.Config{ManagedFields: true, Annotations: map[string]bool{lastApplied: true}}},
+		{"share", shrink.Config{ManagedFields: true, Annotations: map[string]bool{lastApplied: true}, Share: true}},
 	} {
 		for _, v := range []struct{ capped, projected bool }{{true, true}, {true, false}, {false, true}} {
 			capped, projected := v.capped, v.projected
@@ -99,8 +100,8 @@ func pacedList(b *testing.B, n int, s *shrink.Pipeline) (int, float64) {
 	runtime.GC()
 	base := heapLive()
 	heap := []rtmetrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	p := newPacer(1.25)
-	kept := make([]interface{}, 0, n)
+	p := NewPacer(1.25)
+	kept := make([]any, 0, n)
 	peak := uint64(0)
 	for i := range n {
 		pod := &corev1.Pod{}
@@ -112,13 +113,13 @@ func pacedList(b *testing.B, n int, s *shrink.Pipeline) (int, float64) {
 			b.Fatal(err)
 		}
 		kept = append(kept, out)
-		p.tick()
+		p.Tick()
 		if i%checkEvery == checkEvery-1 { // before the heap check of the next tick
 			rtmetrics.Read(heap)
 			peak = max(peak, heap[0].Value.Uint64())
 		}
 	}
-	p.finish()
+	p.Finish()
 	runtime.GC()
 	live := heapLive()
 	runtime.KeepAlive(kept)
@@ -130,3 +131,8 @@ func heapLive() uint64 {
 	rtmetrics.Read(s)
 	return s[0].Value.Uint64()
 }
+
+// lastApplied is leanstore's LastAppliedAnnotation.
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+var podsGR = schema.GroupResource{Resource: "pods"}

@@ -1,4 +1,4 @@
-package leanstore
+package reflector
 
 import (
 	"math"
@@ -7,7 +7,7 @@ import (
 	rtmetrics "runtime/metrics"
 )
 
-// pacer runs between the objects of a list. Every few objects it lets other
+// Pacer runs between the objects of a list. Every few objects it lets other
 // goroutines run (decoding thousands of objects in one go starves health probes
 // and every other goroutine on a small GOMAXPROCS), and it keeps the heap within
 // heapBound times the live heap: a list decodes objects faster than the garbage
@@ -40,12 +40,12 @@ import (
 // growth, each marking the whole heap; against the projection, one for every
 // third or so, and the heap still stays within the bound of the live heap of
 // the moment, which in a list only grows, so within the bound of the final one.
-type pacer struct {
+type Pacer struct {
 	bound   float64
 	n       int
 	forced  int
 	off     string // why the bound does not apply; "" when it does
-	tr      *tracker
+	tr      PaceReporter
 	samples []rtmetrics.Sample
 	live    liveModel
 	// expected is the live heap a re-list is expected to end with: the one
@@ -60,11 +60,11 @@ const (
 	minGarbage = 2 << 20 // never collect for less garbage than this
 )
 
-// maxForcedPerList caps the collections one list forces, finish's included.
+// maxForcedPerList caps the collections one list forces, Finish's included.
 // A list that shares equal parts keeps less of what it allocates than one that
 // only strips, so it forces several times as many collections (the projection
 // does not change that), and a lower cap let its peak rise far past the bound:
-// BenchmarkPacedList (go test ./pkg/leanstore/ -run '^$' -bench
+// BenchmarkPacedList (go test ./internal/reflector/ -run '^$' -bench
 // BenchmarkPacedList -benchtime 3x) compares, for a list of 10,000 Pods, the
 // collections and peaks with and without the cap and the projection;
 // docs/memory.md ("The defaults, measured") gives the collections measured.
@@ -82,9 +82,9 @@ const (
 	sampleCycles
 )
 
-// newPacer returns the pacer of one list with the given heap bound.
-func newPacer(bound float64) *pacer {
-	p := &pacer{bound: bound, samples: []rtmetrics.Sample{
+// NewPacer returns the pacer of one list with the given heap bound.
+func NewPacer(bound float64) *Pacer {
+	p := &Pacer{bound: bound, samples: []rtmetrics.Sample{
 		sampleHeapInUse: {Name: "/memory/classes/heap/objects:bytes"},
 		sampleHeapLive:  {Name: "/gc/heap/live:bytes"},
 		sampleGOGC:      {Name: "/gc/gogc:percent"},
@@ -99,22 +99,32 @@ func newPacer(bound float64) *pacer {
 	return p
 }
 
-// relisting makes p the pacer of a re-list when relist is true: the heap is
+// Relisting makes p the pacer of a re-list when relist is true: the heap is
 // then bounded by the bound times the live heap the re-list is expected to
 // end with (ceiling). It returns p.
-func (p *pacer) relisting(relist bool) *pacer {
+func (p *Pacer) Relisting(relist bool) *Pacer {
 	if relist && p.bound > 0 && p.off == "" {
 		p.expected = p.samples[sampleHeapLive].Value.Uint64()
 	}
 	return p
 }
 
-// reportTo makes p report to tr, the tracker of the informer that lists: the
+// PaceReporter is told what a pacer does: leanstore's tracker, which shows it
+// in the informer's Status and metrics.
+type PaceReporter interface {
+	// HeapBound records whether the heap bound applies to the informer's
+	// lists: off says why not, "" when it does.
+	HeapBound(off string)
+	// ForcedGC counts a collection the heap bound ran.
+	ForcedGC()
+}
+
+// ReportTo makes p report to tr, the tracker of the informer that lists: the
 // collections it forces (Status.ForcedGCs and the forced_gcs_total counter) and
 // why the bound does not apply (Status.HeapBoundOff). It returns p.
-func (p *pacer) reportTo(tr *tracker) *pacer {
+func (p *Pacer) ReportTo(tr PaceReporter) *Pacer {
 	p.tr = tr
-	tr.heapBound(p.off)
+	tr.HeapBound(p.off)
 	return p
 }
 
@@ -138,8 +148,8 @@ func gcPolicyChosen(getenv func(string) string, gogc, memLimit uint64) string {
 	return ""
 }
 
-// tick is called after each object of a list.
-func (p *pacer) tick() {
+// Tick is called after each object of a list.
+func (p *Pacer) Tick() {
 	if p.n++; p.n%checkEvery != 0 {
 		return
 	}
@@ -148,23 +158,23 @@ func (p *pacer) tick() {
 	}
 }
 
-// projectLive makes tick measure the bound against the projected live heap (a
+// projectLive makes Tick measure the bound against the projected live heap (a
 // variable only so that the benchmark can compare without it).
 var projectLive = true
 
-// finish is called when a list is complete, before the reflector replaces the
+// Finish is called when a list is complete, before the reflector replaces the
 // store's contents: client-go's replacement allocates per object (a set of
 // keys, a new items map and index, the events for handlers; docs/memory.md,
 // "Two stores during a re-list", measures it), and it
 // should start from a heap without the list's garbage rather than on top of it.
-// One collection per list is cheap next to the list itself, so finish collects
-// whatever garbage is left, however little. tick leaves it one collection of
+// One collection per list is cheap next to the list itself, so Finish collects
+// whatever garbage is left, however little. Tick leaves it one collection of
 // the list's maximum.
-func (p *pacer) finish() {
+func (p *Pacer) Finish() {
 	p.collectAbove(1, finishMinGarbage, maxForcedPerList, false)
 }
 
-// finishMinGarbage is the garbage below which finish does not collect: less than
+// finishMinGarbage is the garbage below which Finish does not collect: less than
 // a collection's own cost.
 const finishMinGarbage = 256 << 10
 
@@ -172,7 +182,7 @@ const finishMinGarbage = 256 << 10
 // collections were forced in this list, and the heap in use exceeds bound times
 // the live heap by more than minGarbage: the projected live heap with project,
 // the last collection's otherwise. It reports whether it collected.
-func (p *pacer) collectAbove(bound float64, minGarbage uint64, max int, project bool) bool {
+func (p *Pacer) collectAbove(bound float64, minGarbage uint64, max int, project bool) bool {
 	if p.bound <= 0 || p.off != "" || p.forced >= max {
 		return false
 	}
@@ -181,7 +191,7 @@ func (p *pacer) collectAbove(bound float64, minGarbage uint64, max int, project 
 		// Set during the list: respected from now on.
 		p.off = off
 		if p.tr != nil {
-			p.tr.heapBound(off)
+			p.tr.HeapBound(off)
 		}
 		return false
 	}
@@ -200,7 +210,7 @@ func (p *pacer) collectAbove(bound float64, minGarbage uint64, max int, project 
 	runtime.GC()
 	p.forced++
 	if p.tr != nil {
-		p.tr.forcedGC()
+		p.tr.ForcedGC()
 	}
 	rtmetrics.Read(p.samples) // what this collection found, at this object
 	p.live.observe(p.n, p.samples[sampleHeapLive].Value.Uint64(), p.samples[sampleCycles].Value.Uint64())
@@ -282,22 +292,5 @@ func (m *liveModel) project(n int, live uint64) uint64 {
 }
 
 // noEnv reads no environment: the environment is read once per list, by
-// newPacer.
+// NewPacer.
 func noEnv(string) string { return "" }
-
-// heapBound records whether the heap bound applies to the informer's lists.
-func (t *tracker) heapBound(off string) {
-	t.mu.Lock()
-	t.st.HeapBoundOff = off
-	t.mu.Unlock()
-}
-
-// forcedGC counts a collection the heap bound ran.
-func (t *tracker) forcedGC() {
-	t.mu.Lock()
-	t.st.ForcedGCs++
-	t.mu.Unlock()
-	if t.metrics != nil {
-		t.metrics.forcedGCs.WithLabelValues(t.informer, t.resource).Inc()
-	}
-}
