@@ -76,7 +76,7 @@ func newInformer(cfg informerConfig, o *options, state *factoryState, m *metrics
 	tr := newTracker(cfg.name, cfg.gr().String(), cfg.wire, o.logger, m)
 	lw := &listWatch{
 		src: cfg.src, gr: cfg.gr, opts: o, strip: strip, state: state,
-		retry: newRetryState(tr, o.backoff), handed: reflector.NewHanded(), example: cfg.example,
+		retry: reflector.NewRetryState(tr, o.backoff), tracker: tr, handed: reflector.NewHanded(), example: cfg.example,
 		shard: newShardFilter(o.shard),
 	}
 	if lw.shard != nil {

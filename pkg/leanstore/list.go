@@ -42,11 +42,11 @@ func (lw *listWatch) listRV(reflectorRV string) string {
 // list lists every object from rv ("" for the latest), by a streaming list or a
 // paged LIST, retrying with backoff until it succeeds or ctx ends.
 func (lw *listWatch) list(ctx context.Context, rv string) (listResult, error) {
-	l := &listing{rv: rv, pace: reflector.NewPacer(lw.opts.heapBound).Relisting(lw.retry.synced.Load()).ReportTo(lw.retry.tracker),
-		failure: failedAttempt{Reason: failure.InitialListFailed, Relist: lw.retry.synced.Load()}}
+	l := &listing{rv: rv, pace: reflector.NewPacer(lw.opts.heapBound).Relisting(lw.retry.Synced.Load()).ReportTo(lw.tracker),
+		failure: failedAttempt{Reason: failure.InitialListFailed, Relist: lw.retry.Synced.Load()}}
 	for {
 		if err := lw.prepareList(ctx); err != nil {
-			if ctx.Err() != nil || !lw.retry.failed(ctx, l.failure, err, nil) {
+			if ctx.Err() != nil || !lw.retry.Failed(ctx, l.failure, err, nil) {
 				return listResult{}, ctx.Err()
 			}
 			continue
@@ -87,8 +87,8 @@ type listing struct {
 	failure failedAttempt
 	// streamFailures counts this list's failed streaming lists: after
 	// maxStreamFailures the list uses a paged LIST, whose failures are
-	// retried with cheap probes (see waitOrHealed) and so recover as soon as
-	// the server does.
+	// retried with cheap probes (see reflector.RetryState.WaitOrHealed) and
+	// so recover as soon as the server does.
 	streamFailures int
 	// pagedWhy says why the list fell back to a paged LIST, when it did.
 	pagedWhy string
@@ -127,28 +127,28 @@ func (lw *listWatch) streamingFailed(ctx context.Context, l *listing, err error)
 		return listAgain
 	case errors.Is(err, errNoInitialEventsEnd):
 		f.Reason = failure.InitialEventsEndMissing
-		lw.retry.report(ctx, f, err, 0)
+		lw.retry.Report(ctx, f, err, 0)
 		lw.state.refuse(lw.opts.streaming, err)
 		return listPaged
 	case refusesStreaming(err):
 		lw.state.refuse(lw.opts.streaming, err)
 		return listPaged
-	case errors.Is(err, errStalled):
+	case errors.Is(err, reflector.ErrStalled):
 		// Nothing came, not even the end of the initial events: list with
 		// LIST this time rather than wait another idle period.
-		lw.retry.report(ctx, f, err, 0)
+		lw.retry.Report(ctx, f, err, 0)
 		return listPaged
 	case isExpired(err) && l.rv != "":
-		lw.retry.report(ctx, f, err, 0)
+		lw.retry.Report(ctx, f, err, 0)
 		l.rv = ""
 		return listAgain
 	}
 	if l.streamFailures++; l.streamFailures >= maxStreamFailures {
-		lw.retry.report(ctx, f, err, 0)
+		lw.retry.Report(ctx, f, err, 0)
 		l.pagedWhy = fmt.Sprintf("%d streaming lists failed in a row; listing with LIST this time", l.streamFailures)
 		return listPaged
 	}
-	if !lw.retry.failed(ctx, f, err, nil) {
+	if !lw.retry.Failed(ctx, f, err, nil) {
 		return listEnded
 	}
 	return listAgain
@@ -165,11 +165,11 @@ func (lw *listWatch) pagedFailed(ctx context.Context, l *listing, err error) boo
 		lw.answeredJSON(err)
 		return true
 	case isExpired(err) && l.rv != "":
-		lw.retry.report(ctx, l.failure, err, 0)
+		lw.retry.Report(ctx, l.failure, err, 0)
 		l.rv = ""
 		return true
 	}
-	return lw.retry.failed(ctx, l.failure, err, lw.probeList)
+	return lw.retry.Failed(ctx, l.failure, err, lw.probeList)
 }
 
 // maxStreamFailures is how many streaming lists in a row may fail before a
@@ -194,7 +194,7 @@ type listResult struct {
 
 // listed records a successful list.
 func (lw *listWatch) listed(res listResult, path ListPath, reason string) listResult {
-	lw.retry.listed(path, reason, len(res.items), res.reused)
+	lw.retry.Listed(path, reason, len(res.items), res.reused)
 	lw.mu.Lock()
 	lw.lastCount = len(res.items)
 	lw.mu.Unlock()

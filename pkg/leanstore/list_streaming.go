@@ -58,7 +58,7 @@ func (lw *listWatch) streamingList(ctx context.Context, rv string, pace *reflect
 		case <-timer.C:
 			w.Stop()
 			if events == 0 {
-				return res, stalled(quiet)
+				return res, reflector.StalledFor(quiet)
 			}
 			return res, fmt.Errorf("%w: nothing for %s after %d objects", errNoInitialEventsEnd, quiet, len(res.items))
 		case ev, ok := <-w.ResultChan():

@@ -29,19 +29,21 @@ import (
 //   - stream.go: the watch streams both stages open; pending.go: a streaming
 //     list's stream, kept for the next watch;
 //   - wire_caller.go: what the lean protobuf decoder (internal/wire) asks of it;
-//   - retry.go: the failures, backoff and stall counts both stages share.
+//   - reflector.RetryState (internal/reflector, retry.go): the failures,
+//     backoff and stall counts both stages share.
 //
 // It tells the reflector that it does not support WatchList semantics, so the
 // reflector always calls List: listWatch decides itself between a streaming list
 // and a paged LIST, remembers when the server refuses streaming lists, retries
 // failed lists with its own backoff, and reports every failure.
 type listWatch struct {
-	src   source
-	gr    func() schema.GroupResource
-	opts  *options
-	strip *shrink.Pipeline
-	state *factoryState
-	retry *retryState
+	src     source
+	gr      func() schema.GroupResource
+	opts    *options
+	strip   *shrink.Pipeline
+	state   *factoryState
+	retry   *reflector.RetryState
+	tracker *tracker
 	// handed is what the reflector has been handed: the last list and every
 	// watch event since.
 	handed *reflector.Handed
@@ -115,32 +117,32 @@ func (lw *listWatch) ListWithContext(ctx context.Context, reflectorOpts metav1.L
 // longer than the idle time-out.
 func (lw *listWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	if p := lw.takePending(opts.ResourceVersion); p != nil {
-		lw.retry.tracker.watchStarted()
+		lw.tracker.watchStarted()
 		return newLeanWatch(ctx, lw, &probedWatch{w: p.w, final: p.final}, opts), nil
 	}
 	lw.mu.Lock()
 	cut := lw.diffCut
 	lw.mu.Unlock()
 	if cut {
-		lw.retry.tracker.logger.Info("a re-list's differences were cut short: listing again")
+		lw.tracker.logger.Info("a re-list's differences were cut short: listing again")
 		return nil, reportedError{apierrors.NewResourceExpired("a re-list inside the watch was cut short; listing again")}
 	}
 	p := lw.newWatchProbe(opts)
 	probe := p.probe
-	if lw.retry.stalled.Load() {
+	if lw.retry.Stalled.Load() {
 		probe = nil // a stalled watch is as quiet as a working one: no probe tells them apart
 	}
-	if lw.retry.watchBroken.Swap(false) &&
-		!lw.retry.waitOrHealed(ctx, failedAttempt{Reason: failure.WatchFailed}, lw.retry.backoff.delay(), probe) {
+	if lw.retry.WatchBroken.Swap(false) &&
+		!lw.retry.WaitOrHealed(ctx, failedAttempt{Reason: failure.WatchFailed}, lw.retry.Backoff.Delay(), probe) {
 		return nil, ctx.Err()
 	}
 	if pw := p.take(); pw != nil {
-		lw.retry.tracker.watchStarted()
+		lw.tracker.watchStarted()
 		return newLeanWatch(ctx, lw, pw, opts), nil
 	}
-	if lw.retry.stalls.Load() >= maxStalls {
-		lw.retry.stalls.Store(0)
-		lw.retry.tracker.logger.Info("watches keep stalling: listing again", "stalls", maxStalls)
+	if lw.retry.Stalls.Load() >= maxStalls {
+		lw.retry.Stalls.Store(0)
+		lw.tracker.logger.Info("watches keep stalling: listing again", "stalls", maxStalls)
 		return nil, reportedError{apierrors.NewResourceExpired("watches stalled; listing again")}
 	}
 	return lw.startWatch(ctx, opts)
@@ -170,7 +172,7 @@ func (lw *listWatch) answeredJSON(err error) {
 	lw.raw = nil
 	lw.mu.Unlock()
 	if was {
-		lw.retry.tracker.setWire("json (protobuf was asked for; the server answered JSON)")
-		lw.retry.tracker.logger.Info("the server answers JSON to protobuf requests: decoding JSON from now on", "err", err.Error())
+		lw.tracker.setWire("json (protobuf was asked for; the server answered JSON)")
+		lw.tracker.logger.Info("the server answers JSON to protobuf requests: decoding JSON from now on", "err", err.Error())
 	}
 }

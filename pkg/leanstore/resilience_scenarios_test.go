@@ -37,7 +37,7 @@ const (
 	// aHandful is the most requests any one second of a fault may see.
 	aHandful = 4
 	// probeEvery is how often a backing-off informer probes the server
-	// (retry.go): each probe comes at least this long after the request
+	// (internal/reflector, retry.go): each probe comes at least this long after the request
 	// before it.
 	probeEvery = time.Second
 )

@@ -135,7 +135,7 @@ func (w *leanWatch) rebalance(ctx context.Context) bool {
 		f.advance(st)
 		return true
 	}
-	w.lw.retry.tracker.logger.Info("shard ring changed: listing again inside the watch", "self", f.m.Self(),
+	w.lw.tracker.logger.Info("shard ring changed: listing again inside the watch", "self", f.m.Self(),
 		"members", st.Members(), "generation", st.Generation())
 	return w.relist(ctx)
 }

@@ -14,50 +14,23 @@ import (
 )
 
 // ListPath is how an informer's last list was served.
-type ListPath string
+type ListPath = reflector.ListPath
 
 const (
 	// ListPathNone: no list has completed yet.
-	ListPathNone ListPath = ""
+	ListPathNone = reflector.ListPathNone
 	// ListPathStreaming: a streaming list (watch with sendInitialEvents).
-	ListPathStreaming ListPath = "streaming"
+	ListPathStreaming = reflector.ListPathStreaming
 	// ListPathPaged: a paged LIST.
-	ListPathPaged ListPath = "list"
+	ListPathPaged = reflector.ListPathPaged
 	// ListPathClientGo: the informer is client-go's own (the clientset has no REST
 	// client, e.g. a fake clientset in unit tests); only stripping applies.
-	ListPathClientGo ListPath = "client-go"
+	ListPathClientGo = reflector.ListPathClientGo
 )
 
-// failedAttempt is one failed list or watch attempt of an informer: what the
-// tracker records, logs and counts. Handlers get its Err, a *failure.Error.
-type failedAttempt struct {
-	Informer string
-	Resource string
-	// Reason is the stage that failed: failure.InitialListFailed (any list,
-	// see Relist and Streaming), WatchStartFailed, WatchFailed, WatchError (an
-	// ERROR event such as 410 Gone) or WatchStalled.
-	Reason failure.Reason
-	// Class is the error's full classification, e.g. Cause Forbidden, Code 403,
-	// Permanent.
-	Class failure.Class
-	// Relist is true for a list after the first sync.
-	Relist bool
-	// Streaming is true when the failed list was a streaming list.
-	Streaming bool
-	// Probe is true when the failed request was a probe: a cheap request (a
-	// list of one object, or a watch from the last resourceVersion) sent
-	// every second while the informer backs off, to retry as soon as the
-	// fault is gone. Its NextDelay is what is left of the backoff.
-	Probe bool
-	// Err is a *failure.Error wrapping what went wrong.
-	Err error
-	// Attempt counts consecutive failures, from 1.
-	Attempt int
-	// NextDelay is how long the informer waits before trying again (0 when the
-	// retry is immediate, as after a 410 that only requires a fresh list).
-	NextDelay time.Duration
-	Time      time.Time
-}
+// failedAttempt is one failed list or watch attempt of an informer
+// (reflector.FailedAttempt): what the tracker records, logs and counts.
+type failedAttempt = reflector.FailedAttempt
 
 // Status is the state of one informer's list-and-watch path.
 type Status struct {
@@ -146,8 +119,8 @@ func (t *tracker) addHandler(h cache.WatchErrorHandlerWithContext) {
 	t.mu.Unlock()
 }
 
-// fail records and reports a failure of stage reason.
-func (t *tracker) fail(ctx context.Context, f failedAttempt) { t.failFrom(ctx, f, nil) }
+// Fail records and reports a failure of stage reason.
+func (t *tracker) Fail(ctx context.Context, f failedAttempt) { t.failFrom(ctx, f, nil) }
 
 // failFrom is fail for a failure the reflector r reported itself; nil means
 // leanstore found it.
@@ -192,8 +165,8 @@ func (t *tracker) failFrom(ctx context.Context, f failedAttempt, r *cache.Reflec
 	}
 }
 
-// ok records a success: the informer is healthy again.
-func (t *tracker) ok() {
+// OK records a success: the informer is healthy again.
+func (t *tracker) OK() {
 	t.mu.Lock()
 	if t.st.ConsecutiveFailures > 0 {
 		t.logger.Info("list/watch recovered", "after", t.st.ConsecutiveFailures, "failingFor", time.Since(t.st.FailingSince).Round(time.Millisecond).String())
@@ -203,7 +176,7 @@ func (t *tracker) ok() {
 	t.mu.Unlock()
 }
 
-func (t *tracker) listed(path ListPath, reason string, count, reused int) {
+func (t *tracker) Listed(path ListPath, reason string, count, reused int) {
 	t.mu.Lock()
 	t.st.ListPath = path
 	t.st.ListPathReason = reason
@@ -239,8 +212,11 @@ func isReported(err error) bool {
 	return errors.As(err, &r)
 }
 
-// The tracker is told what each list's pacer does.
-var _ reflector.PaceReporter = (*tracker)(nil)
+// The tracker is told what the list/watch loop and each list's pacer do.
+var (
+	_ reflector.Reporter     = (*tracker)(nil)
+	_ reflector.PaceReporter = (*tracker)(nil)
+)
 
 // HeapBound records whether the heap bound applies to the informer's lists.
 func (t *tracker) HeapBound(off string) {

@@ -3,8 +3,6 @@ package leanstore
 import (
 	"context"
 	"errors"
-	"fmt"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -41,13 +39,6 @@ func isExpired(err error) bool {
 		apierrors.HasStatusCause(err, metav1.CauseTypeResourceVersionTooLarge)
 }
 
-// errStalled is the error of a watch silent for longer than the idle timeout.
-var errStalled = errors.New("watch stalled")
-
-func stalled(idle time.Duration) error {
-	return fmt.Errorf("%w: no event or bookmark for %s", errStalled, idle)
-}
-
 // openWatch starts a watch: a lean protobuf stream when the source allows it.
 // The result's objects are final (stripped, or the handed ones) when d is not nil.
 func (lw *listWatch) openWatch(ctx context.Context, opts metav1.ListOptions, onBroken func(error)) (w watch.Interface, d *wire.Decoder, err error) {
@@ -75,7 +66,7 @@ func (lw *listWatch) watchStreamBroke(ctx context.Context) func(error) {
 			lw.answeredJSON(err)
 			return
 		}
-		lw.retry.watchBroken.Store(true)
-		lw.retry.report(ctx, failedAttempt{Reason: failure.WatchFailed}, err, 0)
+		lw.retry.WatchBroken.Store(true)
+		lw.retry.Report(ctx, failedAttempt{Reason: failure.WatchFailed}, err, 0)
 	}
 }

@@ -115,7 +115,7 @@ func (w *leanWatch) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-idle:
-			w.lw.retry.watchStalled(ctx, w.lw.opts.idleTimeout, w.events)
+			w.lw.retry.WatchStalled(ctx, w.lw.opts.idleTimeout, w.events)
 			return // the reflector sees the channel close and watches again from its last resourceVersion
 		case <-w.skips.due:
 			if !w.flushSkipped(ctx) {
@@ -160,10 +160,10 @@ func (w *leanWatch) handle(ctx context.Context, ev watch.Event, ok bool) bool {
 		// no event is no server time-out (those last minutes), and ended
 		// it would make the reflector list everything again (a "very
 		// short watch"), so it is a break too.
-		broken := h.watchBroken.Swap(false)
+		broken := h.WatchBroken.Swap(false)
 		if !broken && ctx.Err() == nil && w.events == 0 && time.Since(w.started) < time.Second {
 			broken = true
-			h.report(ctx, failedAttempt{Reason: failure.WatchFailed}, errShortWatch, 0)
+			h.Report(ctx, failedAttempt{Reason: failure.WatchFailed}, errShortWatch, 0)
 		}
 		if !broken || ctx.Err() != nil || !w.resume(ctx) {
 			return false
@@ -182,7 +182,7 @@ func (w *leanWatch) handle(ctx context.Context, ev watch.Event, ok bool) bool {
 	case watch.Added, watch.Modified, watch.Deleted:
 		var err error
 		if ev, err = w.stripped(ev); err != nil {
-			h.report(ctx, failedAttempt{Reason: failure.WatchFailed}, err, 0)
+			h.Report(ctx, failedAttempt{Reason: failure.WatchFailed}, err, 0)
 			return false
 		}
 	case watch.Error:
@@ -196,7 +196,7 @@ func (w *leanWatch) handle(ctx context.Context, ev watch.Event, ok bool) bool {
 // watch works.
 func (w *leanWatch) counted() {
 	if w.events++; w.events == 1 {
-		w.lw.retry.delivered()
+		w.lw.retry.Delivered()
 	}
 }
 
@@ -231,7 +231,7 @@ func (w *leanWatch) watchError(ctx context.Context, ev watch.Event) bool {
 	if !isExpired(err) {
 		// Any other ERROR event ends the stream (client-go's stream watcher
 		// stops after it): resume inside this watch.
-		h.report(ctx, failedAttempt{Reason: failure.WatchError}, err, 0)
+		h.Report(ctx, failedAttempt{Reason: failure.WatchError}, err, 0)
 		if !w.resume(ctx) {
 			return false
 		}
@@ -244,11 +244,11 @@ func (w *leanWatch) watchError(ctx context.Context, ev watch.Event) bool {
 	// number of lists.
 	var d time.Duration
 	if w.events == 0 && time.Since(w.started) < time.Second {
-		d = h.expiry.delay()
+		d = h.Expiry.Delay()
 	} else {
-		h.expiry.reset()
+		h.Expiry.Reset()
 	}
-	h.report(ctx, failedAttempt{Reason: failure.WatchError}, err, d)
+	h.Report(ctx, failedAttempt{Reason: failure.WatchError}, err, d)
 	healed, alive := w.waitExpiry(ctx, failedAttempt{Reason: failure.WatchError}, d)
 	if !alive || (!healed && !w.relist(ctx)) {
 		return false
@@ -282,17 +282,17 @@ func (w *leanWatch) send(ctx context.Context, ev watch.Event) bool {
 
 // waitExpiry waits d after a watch that expired before delivering anything,
 // as watches do from a server (or proxy) that answers every watch with 410.
-// Meanwhile it probes every probeEvery with a watch from the resourceVersion
-// the reflector last got, which is fresh (the list right before): when such a
-// watch does not expire at once, the fault is gone, the probe becomes the
-// watch, and no list is needed. healed reports that; alive is false when the
+// Meanwhile it probes every second (probeEvery, internal/reflector) with a
+// watch from the resourceVersion the reflector last got, which is fresh (the
+// list right before): when such a watch does not expire at once, the fault is
+// gone, the probe becomes the watch, and no list is needed. healed reports that; alive is false when the
 // watch was stopped.
 func (w *leanWatch) waitExpiry(ctx context.Context, f failedAttempt, d time.Duration) (healed, alive bool) {
 	w.inner.Stop()
 	opts := w.opts
 	opts.ResourceVersion = w.rv
 	p := w.lw.newWatchProbe(opts)
-	if !w.lw.retry.waitOrHealed(ctx, f, d, p.probe) {
+	if !w.lw.retry.WaitOrHealed(ctx, f, d, p.probe) {
 		return false, false
 	}
 	pw := p.take()
@@ -306,7 +306,7 @@ func (w *leanWatch) waitExpiry(ctx context.Context, f failedAttempt, d time.Dura
 // adopt makes a watch a probe found working the inner watch.
 func (w *leanWatch) adopt(pw *probedWatch) {
 	w.inner, w.final, w.peeked = pw.w, pw.final, pw.first
-	w.lw.retry.tracker.watchStarted()
+	w.lw.tracker.watchStarted()
 }
 
 // resume replaces a broken inner watch with a new one from the
@@ -322,7 +322,7 @@ func (w *leanWatch) resume(ctx context.Context) bool {
 	opts := w.opts
 	opts.ResourceVersion = w.rv
 	p := lw.newWatchProbe(opts)
-	if !h.waitOrHealed(ctx, failedAttempt{Reason: failure.WatchFailed}, h.backoff.delay(), p.probe) {
+	if !h.WaitOrHealed(ctx, failedAttempt{Reason: failure.WatchFailed}, h.Backoff.Delay(), p.probe) {
 		return false
 	}
 	for {
@@ -339,10 +339,10 @@ func (w *leanWatch) resume(ctx context.Context) bool {
 			return false
 		}
 		if isExpired(err) {
-			h.report(ctx, failedAttempt{Reason: failure.WatchStartFailed}, err, 0)
+			h.Report(ctx, failedAttempt{Reason: failure.WatchStartFailed}, err, 0)
 			return w.relist(ctx)
 		}
-		if !h.failed(ctx, failedAttempt{Reason: failure.WatchStartFailed}, err, p.probe) {
+		if !h.Failed(ctx, failedAttempt{Reason: failure.WatchStartFailed}, err, p.probe) {
 			return false
 		}
 	}

@@ -15,7 +15,7 @@ import (
 // count as working: a server that expires a watch does so in its first frame.
 const probeSettle = 500 * time.Millisecond
 
-// watchProbe is the probe (see waitOrHealed) of an informer whose watch from
+// watchProbe is the probe (see reflector.RetryState.WaitOrHealed) of an informer whose watch from
 // a resourceVersion failed to start, broke, or expired at its start: it opens
 // the same watch and calls it working when its first frame is a good event,
 // or when nothing breaks it for probeSettle. The working watch is kept, and

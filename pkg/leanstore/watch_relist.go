@@ -58,14 +58,14 @@ func (w *leanWatch) relist(ctx context.Context) bool {
 		inner, d, err := w.lw.openWatch(ctx, w.lw.opts.listOptions(opts), w.lw.watchStreamBroke(ctx))
 		if err != nil {
 			if ctx.Err() == nil {
-				w.lw.retry.watchBroken.Store(true)
-				w.lw.retry.report(ctx, failedAttempt{Reason: failure.WatchStartFailed}, err, 0)
+				w.lw.retry.WatchBroken.Store(true)
+				w.lw.retry.Report(ctx, failedAttempt{Reason: failure.WatchStartFailed}, err, 0)
 			}
 			return false
 		}
 		w.inner, w.final = inner, d != nil
 	}
-	w.lw.retry.tracker.watchStarted()
+	w.lw.tracker.watchStarted()
 	return true
 }
 

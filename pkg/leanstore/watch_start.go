@@ -20,7 +20,7 @@ func (lw *listWatch) startWatch(ctx context.Context, opts metav1.ListOptions) (w
 	for {
 		w, d, err := lw.openWatch(ctx, lw.opts.listOptions(opts), lw.watchStreamBroke(ctx))
 		if err == nil {
-			lw.retry.tracker.watchStarted()
+			lw.tracker.watchStarted()
 			return newLeanWatch(ctx, lw, &probedWatch{w: w, final: d != nil}, opts), nil
 		}
 		if ctx.Err() != nil {
@@ -28,14 +28,14 @@ func (lw *listWatch) startWatch(ctx context.Context, opts metav1.ListOptions) (w
 		}
 		start := failedAttempt{Reason: failure.WatchStartFailed}
 		if isExpired(err) {
-			lw.retry.report(ctx, start, err, 0)
+			lw.retry.Report(ctx, start, err, 0)
 			return nil, reportedError{err}
 		}
-		if !lw.retry.failed(ctx, start, err, p.probe) {
+		if !lw.retry.Failed(ctx, start, err, p.probe) {
 			return nil, ctx.Err()
 		}
 		if pw := p.take(); pw != nil {
-			lw.retry.tracker.watchStarted()
+			lw.tracker.watchStarted()
 			return newLeanWatch(ctx, lw, pw, opts), nil
 		}
 	}
