@@ -214,9 +214,9 @@ var Catalog = []Mutant{
 	// dropping it, as if the probe had only looked, loses an event.
 	{
 		Name:   "watch-drops-probed-event",
-		Where:  "pkg/leanstore/watch.go: (*leanWatch).run",
+		Where:  "pkg/leanstore/watch_run.go: (*leanWatch).run",
 		Breaks: "the first event of a watch resumed through a probe (after a cut or failed stream) is lost",
-		Edits: []Edit{{File: "pkg/leanstore/watch.go",
+		Edits: []Edit{{File: "pkg/leanstore/watch_run.go",
 			Old: lines(
 				"\t\tif w.peeked != nil {",
 				"\t\t\tev := *w.peeked",

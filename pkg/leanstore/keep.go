@@ -52,3 +52,10 @@ func shallowCopy(obj runtime.Object) runtime.Object {
 	c.Elem().Set(v.Elem())
 	return c.Interface().(runtime.Object)
 }
+
+// listResult is a complete list, ready for the reflector.
+type listResult struct {
+	items  []runtime.Object
+	rv     string
+	reused int
+}

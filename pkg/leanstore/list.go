@@ -185,13 +185,6 @@ func (lw *listWatch) probeList(ctx context.Context) error {
 	return err
 }
 
-// listResult is a complete list, ready for the reflector.
-type listResult struct {
-	items  []runtime.Object
-	rv     string
-	reused int
-}
-
 // listed records a successful list.
 func (lw *listWatch) listed(res listResult, path ListPath, reason string) listResult {
 	lw.retry.Listed(path, reason, len(res.items), res.reused)

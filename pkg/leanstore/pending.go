@@ -6,17 +6,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 )
 
-// pendingWatch is a streaming list's watch after its initial events: the
-// reflector's next Watch from that resourceVersion continues on it, as client-go
-// itself does, instead of opening a second request. It is stopped when the
-// list's context ends before anyone takes it.
-type pendingWatch struct {
-	w       watch.Interface
-	rv      string
-	final   bool        // its objects are final (see leanWatch.final)
-	release func() bool // stops the context.AfterFunc that would stop w
-}
-
 // setPending keeps w for the next Watch from rv, and stops it if ctx ends first.
 func (lw *listWatch) setPending(ctx context.Context, w watch.Interface, rv string, final bool) {
 	p := &pendingWatch{w: w, rv: rv, final: final}

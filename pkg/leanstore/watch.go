@@ -2,24 +2,17 @@ package leanstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/cachetune/cachetune/internal/reflector"
-	"github.com/cachetune/cachetune/pkg/failure"
 )
-
-// errShortWatch is the error of a watch stream that ended within a second of
-// its start, before any event, without a break being seen (see handle).
-var errShortWatch = errors.New("the watch stream ended within a second of its start, before any event")
 
 // leanWatch wraps a watch: it strips each object before the reflector sees it,
 // records what the reflector was handed (the handed set), reports ERROR events (which
@@ -62,16 +55,6 @@ type leanWatch struct {
 	idle    *time.Timer
 }
 
-// newLeanWatch wraps inner, a watch from opts.ResourceVersion (opts are the
-// reflector's options), and starts handing on its events.
-func newLeanWatch(ctx context.Context, lw *listWatch, inner *probedWatch, opts metav1.ListOptions) *leanWatch {
-	ctx, cancel := context.WithCancel(ctx)
-	w := &leanWatch{lw: lw, inner: inner.w, final: inner.final, peeked: inner.first, opts: opts, rv: opts.ResourceVersion, out: make(chan watch.Event),
-		stop: make(chan struct{}), cancel: cancel, done: make(chan struct{})}
-	go w.run(ctx)
-	return w
-}
-
 func (w *leanWatch) ResultChan() <-chan watch.Event { return w.out }
 
 // Stop ends the watch and waits until its goroutine has exited.
@@ -81,57 +64,6 @@ func (w *leanWatch) Stop() {
 		w.cancel()
 	})
 	<-w.done
-}
-
-func (w *leanWatch) run(ctx context.Context) {
-	defer close(w.done)
-	defer close(w.out)
-	defer func() { w.inner.Stop() }() // inner changes after a re-list
-	defer w.cancel()
-	defer w.skips.stop()
-
-	var idle <-chan time.Time
-	if t := w.lw.opts.idleTimeout; t > 0 {
-		w.idle = time.NewTimer(t)
-		defer w.idle.Stop()
-		idle = w.idle.C
-	}
-	// ringChanged is closed when the shard ring changes (WithShard): the
-	// watch then lists again inside itself (see rebalance).
-	ringChanged := w.lw.shard.changed()
-	w.restarted()
-	for {
-		if w.peeked != nil {
-			ev := *w.peeked
-			w.peeked = nil
-			if !w.handle(ctx, ev, true) {
-				return
-			}
-			continue
-		}
-		select {
-		case <-w.stop:
-			return
-		case <-ctx.Done():
-			return
-		case <-idle:
-			w.lw.retry.WatchStalled(ctx, w.lw.opts.idleTimeout, w.events)
-			return // the reflector sees the channel close and watches again from its last resourceVersion
-		case <-w.skips.due:
-			if !w.flushSkipped(ctx) {
-				return
-			}
-		case <-ringChanged:
-			if !w.rebalance(ctx) {
-				return
-			}
-			ringChanged = w.lw.shard.changed()
-		case ev, ok := <-w.inner.ResultChan():
-			if !w.handle(ctx, ev, ok) {
-				return
-			}
-		}
-	}
 }
 
 // restarted records that a new inner watch starts: no event yet, and a fresh
@@ -145,51 +77,6 @@ func (w *leanWatch) resetIdle() {
 	if w.idle != nil {
 		w.idle.Reset(w.lw.opts.idleTimeout)
 	}
-}
-
-// handle deals with what the inner watch sent (ok false: it closed) and hands
-// the reflector what it should see; false means the watch ends.
-func (w *leanWatch) handle(ctx context.Context, ev watch.Event, ok bool) bool {
-	h := w.lw.retry
-	if !ok {
-		// A stream that broke (cut, undecodable) is resumed inside this
-		// watch; one that ended cleanly (the server's time-out) ends it,
-		// and the reflector watches again from its last resourceVersion.
-		// client-go's JSON stream watcher closes a cut stream as if it
-		// ended cleanly: one that ends within a second of its start with
-		// no event is no server time-out (those last minutes), and ended
-		// it would make the reflector list everything again (a "very
-		// short watch"), so it is a break too.
-		broken := h.WatchBroken.Swap(false)
-		if !broken && ctx.Err() == nil && w.events == 0 && time.Since(w.started) < time.Second {
-			broken = true
-			h.Report(ctx, failedAttempt{Reason: failure.WatchFailed}, errShortWatch, 0)
-		}
-		if !broken || ctx.Err() != nil || !w.resume(ctx) {
-			return false
-		}
-		w.restarted()
-		return true
-	}
-	w.resetIdle()
-	// An event of another shard is dropped; the bookmarks that stand for
-	// dropped events keep the reflector's resourceVersion current.
-	if ev = w.filter(ev); ev.Type == eventSkipped {
-		w.counted()
-		return w.skipped(ctx, ev)
-	}
-	switch ev.Type {
-	case watch.Added, watch.Modified, watch.Deleted:
-		var err error
-		if ev, err = w.stripped(ev); err != nil {
-			h.Report(ctx, failedAttempt{Reason: failure.WatchFailed}, err, 0)
-			return false
-		}
-	case watch.Error:
-		return w.watchError(ctx, ev)
-	}
-	w.counted()
-	return w.send(ctx, ev)
 }
 
 // counted counts an event of the inner watch: its first tells that the
@@ -218,45 +105,6 @@ func (w *leanWatch) stripped(ev watch.Event) (watch.Event, error) {
 	return ev, nil
 }
 
-// watchError deals with an ERROR event, which ends the inner watch; false
-// means the watch ends.
-func (w *leanWatch) watchError(ctx context.Context, ev watch.Event) bool {
-	if ctx.Err() != nil {
-		// client-go's stream watcher turns the cancelled read of a watch that
-		// is being stopped into an ERROR event: not a failure.
-		return false
-	}
-	h := w.lw.retry
-	err := apierrors.FromObject(ev.Object)
-	if !isExpired(err) {
-		// Any other ERROR event ends the stream (client-go's stream watcher
-		// stops after it): resume inside this watch.
-		h.Report(ctx, failedAttempt{Reason: failure.WatchError}, err, 0)
-		if !w.resume(ctx) {
-			return false
-		}
-		w.restarted()
-		return true
-	}
-	// An expiry on a watch that lived lists at once; one that ends a watch at
-	// its start, before any event, waits out a growing backoff, so that a
-	// server (or proxy) that answers every watch with 410 costs a bounded
-	// number of lists.
-	var d time.Duration
-	if w.events == 0 && time.Since(w.started) < time.Second {
-		d = h.Expiry.Delay()
-	} else {
-		h.Expiry.Reset()
-	}
-	h.Report(ctx, failedAttempt{Reason: failure.WatchError}, err, d)
-	healed, alive := w.waitExpiry(ctx, failedAttempt{Reason: failure.WatchError}, d)
-	if !alive || (!healed && !w.relist(ctx)) {
-		return false
-	}
-	w.restarted() // a new watch
-	return true
-}
-
 // send hands ev to the reflector and records it in the handed set; false means the
 // watch was stopped.
 func (w *leanWatch) send(ctx context.Context, ev watch.Event) bool {
@@ -280,70 +128,8 @@ func (w *leanWatch) send(ctx context.Context, ev watch.Event) bool {
 	}
 }
 
-// waitExpiry waits d after a watch that expired before delivering anything,
-// as watches do from a server (or proxy) that answers every watch with 410.
-// Meanwhile it probes every second (probeEvery, internal/reflector) with a
-// watch from the resourceVersion the reflector last got, which is fresh (the
-// list right before): when such a watch does not expire at once, the fault is
-// gone, the probe becomes the watch, and no list is needed. healed reports that; alive is false when the
-// watch was stopped.
-func (w *leanWatch) waitExpiry(ctx context.Context, f failedAttempt, d time.Duration) (healed, alive bool) {
-	w.inner.Stop()
-	opts := w.opts
-	opts.ResourceVersion = w.rv
-	p := w.lw.newWatchProbe(opts)
-	if !w.lw.retry.WaitOrHealed(ctx, f, d, p.probe) {
-		return false, false
-	}
-	pw := p.take()
-	if pw == nil {
-		return false, true
-	}
-	w.adopt(pw)
-	return true, true
-}
-
 // adopt makes a watch a probe found working the inner watch.
 func (w *leanWatch) adopt(pw *probedWatch) {
 	w.inner, w.final, w.peeked = pw.w, pw.final, pw.first
 	w.lw.tracker.watchStarted()
-}
-
-// resume replaces a broken inner watch with a new one from the
-// resourceVersion the reflector last got, after the backoff (probed, see
-// watchProbe), without ending the watch the reflector holds: client-go's
-// reflector treats a watch that ends within a second without an event as an
-// error and lists everything again after its own backoff, which leanstore
-// cannot shorten. A resourceVersion that expired meanwhile lists inside the
-// watch (relist). False means the watch ends: it was stopped.
-func (w *leanWatch) resume(ctx context.Context) bool {
-	w.inner.Stop()
-	lw, h := w.lw, w.lw.retry
-	opts := w.opts
-	opts.ResourceVersion = w.rv
-	p := lw.newWatchProbe(opts)
-	if !h.WaitOrHealed(ctx, failedAttempt{Reason: failure.WatchFailed}, h.Backoff.Delay(), p.probe) {
-		return false
-	}
-	for {
-		if pw := p.take(); pw != nil {
-			w.adopt(pw)
-			return true
-		}
-		inner, d, err := lw.openWatch(ctx, lw.opts.listOptions(opts), lw.watchStreamBroke(ctx))
-		if err == nil {
-			w.adopt(&probedWatch{w: inner, final: d != nil})
-			return true
-		}
-		if ctx.Err() != nil {
-			return false
-		}
-		if isExpired(err) {
-			h.Report(ctx, failedAttempt{Reason: failure.WatchStartFailed}, err, 0)
-			return w.relist(ctx)
-		}
-		if !h.Failed(ctx, failedAttempt{Reason: failure.WatchStartFailed}, err, p.probe) {
-			return false
-		}
-	}
 }
