@@ -14,6 +14,7 @@ import (
 // than at the delay the last outage reached.
 type BackoffState struct{ s *backoff.Schedule }
 
+// NewBackoffState returns a retry delay that follows b.
 func NewBackoffState(b backoff.Backoff) *BackoffState {
 	return &BackoffState{s: backoff.NewSchedule(b)}
 }

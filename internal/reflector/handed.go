@@ -44,6 +44,7 @@ type Handed struct {
 
 var handedSeed = maphash.MakeSeed()
 
+// NewHanded returns an empty handed set.
 func NewHanded() *Handed {
 	return &Handed{byHash: map[uint64]runtime.Object{}}
 }
