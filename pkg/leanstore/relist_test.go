@@ -167,8 +167,16 @@ func testRelist(t *testing.T, flavour string, streaming leanstore.StreamingMode)
 	}
 	proxy.ResetCounts()
 	defer compactPods(t, ctx, srv.Clientset(), proxy)()
-	n := proxy.EndWatches(faults.Match{Resource: "pods", Verb: faults.Watch}, faults.Gone())
-	n += proxy.EndWatches(faults.Match{Resource: "pods", Verb: faults.WatchList}, faults.Gone())
+	// The watch after a paged list may not be live at the proxy yet (it holds
+	// a stream once the server's response has begun): end it once it is.
+	n := 0
+	for n == 0 && ctx.Err() == nil {
+		n = proxy.EndWatches(faults.Match{Resource: "pods", Verb: faults.Watch}, faults.Gone())
+		n += proxy.EndWatches(faults.Match{Resource: "pods", Verb: faults.WatchList}, faults.Gone())
+		if n == 0 {
+			time.Sleep(time.Millisecond)
+		}
+	}
 	if n != 1 {
 		t.Fatalf("ended %d watches, want 1", n)
 	}

@@ -98,7 +98,14 @@ func TestJSONWatchCutAtItsStartIsResumed(t *testing.T) {
 				return by[faults.List] + by[faults.WatchList]
 			}
 			before := lists()
+			// The proxy counts a watch when the request arrives and holds it
+			// as a live stream only once the server's response has begun:
+			// under load that can be later, so cut as soon as it is live.
 			cut := p.EndWatchesCounted(faults.Match{Resource: "configmaps"}, faults.Cut(0))
+			for cut.Fired() == 0 && ctx.Err() == nil {
+				time.Sleep(time.Millisecond)
+				cut = p.EndWatchesCounted(faults.Match{Resource: "configmaps"}, faults.Cut(0))
+			}
 			if cut.Fired() != 1 {
 				t.Fatalf("cut %d watches, want the informer's one", cut.Fired())
 			}
