@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -125,17 +126,25 @@ func TestListerRead(t *testing.T) {
 		}
 	}
 	read := listerRead(idx)
-	heldCalls := 0
-	a0 := heapAllocs()
-	n, err := read(context.Background(), func() { heldCalls++ })
-	allocated := heapAllocs() - a0
-	if err != nil || n != 1000 || heldCalls != 1 {
-		t.Fatalf("read %d objects, held called %d times, error %v; want 1000, once, none", n, heldCalls, err)
+	// The heap's allocation count is the process's: the runtime counts a
+	// small object's bytes when a whole span is handed to a P, and the test
+	// binary's other goroutines allocate too. The least of several reads is
+	// this read's own cost.
+	allocated := uint64(math.MaxUint64)
+	for range 5 {
+		heldCalls := 0
+		a0 := heapAllocs()
+		n, err := read(context.Background(), func() { heldCalls++ })
+		allocated = min(allocated, heapAllocs()-a0)
+		if err != nil || n != 1000 || heldCalls != 1 {
+			t.Fatalf("read %d objects, held called %d times, error %v; want 1000, once, none", n, heldCalls, err)
+		}
 	}
-	// Pointers to the cached Pods (about 0.5 KB each as structs): a slice of
-	// interfaces grown by append, well under 100 bytes per object.
-	if allocated > 100*1000 {
-		t.Errorf("a lister read of 1000 Pods allocated %d bytes: it copies objects", allocated)
+	// Pointers to the cached Pods: the indexer's slice and a slice of
+	// interfaces grown by append, about 60 bytes per object. A copy of each
+	// Pod would cost its struct, over 500 bytes.
+	if allocated > 200*1000 {
+		t.Errorf("a lister read of 1000 Pods allocated at least %d bytes: it copies objects", allocated)
 	}
 }
 
