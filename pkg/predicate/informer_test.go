@@ -153,6 +153,21 @@ func TestScriptedEvents(t *testing.T) {
 		if a, u := s.raw.adds.Load(), s.raw.updates.Load(); a != 1 || u != 6 {
 			t.Fatalf("%s informer delivered %d adds and %d updates, want 1 and 6", kind, a, u)
 		}
+		// Each handler has its own listener: the raw one's delete says
+		// nothing of the others. A listener hands events in order, so a
+		// predicate that decided on the delete has decided on all before it.
+		err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+			for name, p := range s.ps {
+				d := p.Stats().Delete
+				if d.Passed+d.Filtered != 1 || uint64(s.reached[name].deletes.Load()) != d.Passed {
+					return false, nil
+				}
+			}
+			return true, nil
+		})
+		if err != nil {
+			t.Fatalf("%s informer: not every predicate's handler was handed the delete", kind)
+		}
 	}
 
 	// The six updates, in order: status, label, annotation, finalizer add, spec
