@@ -8,12 +8,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/cachetune/cachetune/internal/encstore"
 )
 
-func roundTrip(t *testing.T, c encstore.Codec, obj kruntime.Object) kruntime.Object {
+func roundTrip(t *testing.T, c encstore.Codec, obj runtime.Object) runtime.Object {
 	t.Helper()
 	data, err := c.Encode([]byte("prefix"), obj)
 	if err != nil {
@@ -50,7 +50,7 @@ func TestProtobufKeepsTheBareMessageAndAnyTypeMeta(t *testing.T) {
 		t.Fatalf("Pod with TypeMeta (-in +out):\n%s", diff)
 	}
 
-	meta := encstore.Protobuf(func() kruntime.Object { return &metav1.PartialObjectMetadata{} })
+	meta := encstore.Protobuf(func() runtime.Object { return &metav1.PartialObjectMetadata{} })
 	pom := &metav1.PartialObjectMetadata{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadata"},
 		ObjectMeta: p.ObjectMeta,
@@ -99,7 +99,7 @@ func TestUnstructuredCodecsKeepNumberTypes(t *testing.T) {
 // TypedJSON keeps a typed object (here a Pod, standing for a custom
 // resource's Go type) as its JSON, and gives it back equal, TypeMeta included.
 func TestTypedJSONRoundTrips(t *testing.T) {
-	c := encstore.TypedJSON(func() kruntime.Object { return &corev1.Pod{} })
+	c := encstore.TypedJSON(func() runtime.Object { return &corev1.Pod{} })
 	p := storedPod(3, "")
 	p.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
 	if diff := cmp.Diff(p, roundTrip(t, c, p)); diff != "" {

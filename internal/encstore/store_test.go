@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/cachetune/cachetune/internal/encstore"
@@ -23,12 +23,12 @@ type countingCodec struct {
 	encodes, decodes atomic.Int64
 }
 
-func (c *countingCodec) Encode(dst []byte, obj kruntime.Object) ([]byte, error) {
+func (c *countingCodec) Encode(dst []byte, obj runtime.Object) ([]byte, error) {
 	c.encodes.Add(1)
 	return c.Codec.Encode(dst, obj)
 }
 
-func (c *countingCodec) Decode(data []byte) (kruntime.Object, error) {
+func (c *countingCodec) Decode(data []byte) (runtime.Object, error) {
 	c.decodes.Add(1)
 	return c.Codec.Decode(data)
 }

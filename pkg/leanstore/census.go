@@ -88,7 +88,7 @@ func censusOf(store cache.Store) Census {
 // Census does: memory the sampled objects share (interned strings, shared
 // parts) counts once, the rest per object, and the store's key and entry are
 // added.
-func EstimateBytesPerObject(sample []interface{}, n int, meanKeyBytes float64) float64 {
+func EstimateBytesPerObject(sample []any, n int, meanKeyBytes float64) float64 {
 	s := newSizer()
 	for _, obj := range sample {
 		s.object(obj)
@@ -116,7 +116,7 @@ type alloc struct {
 func newSizer() *sizer { return &sizer{allocs: map[uintptr]*alloc{}} }
 
 // object walks one sampled object.
-func (s *sizer) object(obj interface{}) {
+func (s *sizer) object(obj any) {
 	s.sample++
 	s.add(reflect.ValueOf(&obj).Elem())
 }

@@ -203,7 +203,7 @@ func TestInformerForKeepsTheListOfNewFunc(t *testing.T) {
 	pods(other)
 	cfg, requests := counted(srv.Config, "pods")
 	f := leanstore.NewSharedInformerFactory(kubernetes.NewForConfigOrDie(cfg), 0)
-	byNode := cache.Indexers{"byNode": func(obj interface{}) ([]string, error) { return []string{obj.(*corev1.Pod).Spec.NodeName}, nil }}
+	byNode := cache.Indexers{"byNode": func(obj any) ([]string, error) { return []string{obj.(*corev1.Pod).Spec.NodeName}, nil }}
 	inf := f.InformerFor(&corev1.Pod{}, func(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
 		return coreinformers.NewFilteredPodInformer(c, mine, resync, byNode, func(o *metav1.ListOptions) { o.FieldSelector = "spec.nodeName=node-1" })
 	})
@@ -320,7 +320,7 @@ func TestFallbackInformersKeepTheirContract(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := gi.Informer().SetTransform(func(obj interface{}) (interface{}, error) {
+	if err := gi.Informer().SetTransform(func(obj any) (any, error) {
 		p := obj.(*corev1.Pod)
 		if p.Labels == nil {
 			p.Labels = map[string]string{}

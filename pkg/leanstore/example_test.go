@@ -54,11 +54,11 @@ func ExampleNewDynamicSharedInformerFactory() {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	gvr := schema.GroupVersionResource{Group: "bench.cachetune.dev", Version: "v1", Resource: "widgets"}
-	widget := &unstructured.Unstructured{Object: map[string]interface{}{
+	widget := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "bench.cachetune.dev/v1", "kind": "Widget",
-		"metadata": map[string]interface{}{"name": "w1", "namespace": "shop",
-			"managedFields": []interface{}{map[string]interface{}{"manager": "kubectl", "operation": "Apply"}}},
-		"spec": map[string]interface{}{"color": "red", "parts": []interface{}{"a", "b"}},
+		"metadata": map[string]any{"name": "w1", "namespace": "shop",
+			"managedFields": []any{map[string]any{"manager": "kubectl", "operation": "Apply"}}},
+		"spec": map[string]any{"color": "red", "parts": []any{"a", "b"}},
 	}}
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		map[schema.GroupVersionResource]string{gvr: "WidgetList"}, widget)

@@ -36,16 +36,16 @@ func newRecorder() *recorder {
 	return &recorder{adds: map[string]int{}, updates: map[string]int{}, deletes: map[string]int{}}
 }
 
-func keyOf(obj interface{}) string {
+func keyOf(obj any) string {
 	k, _ := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 	return k
 }
 
 func (r *recorder) handler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj interface{}) { r.mu.Lock(); r.adds[keyOf(obj)]++; r.mu.Unlock() },
-		UpdateFunc: func(_, obj interface{}) { r.mu.Lock(); r.updates[keyOf(obj)]++; r.mu.Unlock() },
-		DeleteFunc: func(obj interface{}) { r.mu.Lock(); r.deletes[keyOf(obj)]++; r.mu.Unlock() },
+		AddFunc:    func(obj any) { r.mu.Lock(); r.adds[keyOf(obj)]++; r.mu.Unlock() },
+		UpdateFunc: func(_, obj any) { r.mu.Lock(); r.updates[keyOf(obj)]++; r.mu.Unlock() },
+		DeleteFunc: func(obj any) { r.mu.Lock(); r.deletes[keyOf(obj)]++; r.mu.Unlock() },
 	}
 }
 

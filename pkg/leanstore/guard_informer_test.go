@@ -146,7 +146,7 @@ func TestSharingStaysWithinAnInformer(t *testing.T) {
 	if !cache.WaitForCacheSync(runCtx.Done(), podsA.HasSynced, svcs.HasSynced, podsB.HasSynced) {
 		t.Fatal("informers did not sync")
 	}
-	mapsOf := func(inf cache.SharedIndexInformer, get func(interface{}) map[string]string) map[uintptr]string {
+	mapsOf := func(inf cache.SharedIndexInformer, get func(any) map[string]string) map[uintptr]string {
 		out := map[uintptr]string{}
 		for _, obj := range inf.GetStore().List() {
 			if m := get(obj); len(m) > 0 {
@@ -155,9 +155,9 @@ func TestSharingStaysWithinAnInformer(t *testing.T) {
 		}
 		return out
 	}
-	podLabels := func(obj interface{}) map[string]string { return obj.(*corev1.Pod).Labels }
+	podLabels := func(obj any) map[string]string { return obj.(*corev1.Pod).Labels }
 	a1, a2 := mapsOf(podsA, podLabels), mapsOf(podsB, podLabels)
-	sel := mapsOf(svcs, func(obj interface{}) map[string]string { return obj.(*corev1.Service).Spec.Selector })
+	sel := mapsOf(svcs, func(obj any) map[string]string { return obj.(*corev1.Service).Spec.Selector })
 	if len(a1) == len(podsA.GetStore().List()) {
 		t.Errorf("the %d pods of one informer hold %d label maps: nothing shared", len(podsA.GetStore().List()), len(a1))
 	}

@@ -371,22 +371,22 @@ type handlerView struct {
 }
 
 func (v *handlerView) handler() cache.ResourceEventHandler {
-	key := func(obj interface{}) string { k, _ := cache.MetaNamespaceKeyFunc(obj); return k }
-	rv := func(obj interface{}) string { m, _ := meta.Accessor(obj); return m.GetResourceVersion() }
+	key := func(obj any) string { k, _ := cache.MetaNamespaceKeyFunc(obj); return k }
+	rv := func(obj any) string { m, _ := meta.Accessor(obj); return m.GetResourceVersion() }
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj interface{}) {
+		AddFunc: func(obj any) {
 			v.mu.Lock()
 			defer v.mu.Unlock()
 			v.adds++
 			v.state[key(obj)] = rv(obj)
 		},
-		UpdateFunc: func(_, obj interface{}) {
+		UpdateFunc: func(_, obj any) {
 			v.mu.Lock()
 			defer v.mu.Unlock()
 			v.updates++
 			v.state[key(obj)] = rv(obj)
 		},
-		DeleteFunc: func(obj interface{}) {
+		DeleteFunc: func(obj any) {
 			v.mu.Lock()
 			defer v.mu.Unlock()
 			v.deletes++

@@ -10,7 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
@@ -111,7 +111,7 @@ func (f *shardFilter) ownsBytes(ns, name []byte) bool {
 }
 
 // owns is ownsBytes for a decoded object.
-func (f *shardFilter) owns(obj kruntime.Object) bool {
+func (f *shardFilter) owns(obj runtime.Object) bool {
 	if f == nil {
 		return true
 	}
@@ -299,9 +299,9 @@ func membershipWhy(m *shard.Membership) string {
 }
 
 // failingInformer is an informer whose every list and watch fails with err.
-func failingInformer(example kruntime.Object, err error, resync time.Duration) cache.SharedIndexInformer {
+func failingInformer(example runtime.Object, err error, resync time.Duration) cache.SharedIndexInformer {
 	lw := &cache.ListWatch{
-		ListWithContextFunc:  func(context.Context, metav1.ListOptions) (kruntime.Object, error) { return nil, err },
+		ListWithContextFunc:  func(context.Context, metav1.ListOptions) (runtime.Object, error) { return nil, err },
 		WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) { return nil, err },
 	}
 	return cache.NewSharedIndexInformer(lw, example, resync, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})

@@ -32,7 +32,7 @@ var raceNow = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 // annotations, containers with their env and resources, owner references. It
 // returns a number derived from all of it so that the reads are not optimized
 // away.
-func readObject(obj interface{}) int {
+func readObject(obj any) int {
 	n := 0
 	switch o := obj.(type) {
 	case *corev1.Pod:
@@ -60,14 +60,14 @@ func readObject(obj interface{}) int {
 	return n
 }
 
-func walkUnstructured(v interface{}) int {
+func walkUnstructured(v any) int {
 	n := 0
 	switch x := v.(type) {
-	case map[string]interface{}:
+	case map[string]any:
 		for k, e := range x {
 			n += len(k) + walkUnstructured(e)
 		}
-	case []interface{}:
+	case []any:
 		for _, e := range x {
 			n += walkUnstructured(e)
 		}
@@ -79,7 +79,7 @@ func walkUnstructured(v interface{}) int {
 
 // readers reads objs in loops on several goroutines until the returned stop
 // function is called.
-func readers(objs func() []interface{}) (stop func()) {
+func readers(objs func() []any) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	sink := make([]int, 3)
@@ -115,7 +115,7 @@ func TestSharingTwiceWhileReading(t *testing.T) {
 		t.Run(flavour, func(t *testing.T) {
 			tf := leanstore.Transform(leanstore.WithSharing(true))
 			spec := dataset.Spec{Name: "twice", Namespace: "ns"}
-			mk := func(i, version int) interface{} {
+			mk := func(i, version int) any {
 				p := dataset.NewPod(spec, i, raceNow)
 				p.ResourceVersion = fmt.Sprint(version)
 				if flavour == "unstructured" {
@@ -123,11 +123,11 @@ func TestSharingTwiceWhileReading(t *testing.T) {
 				}
 				return p
 			}
-			var want []interface{} // what the last list must hold: the objects stripped, unshared
+			var want []any // what the last list must hold: the objects stripped, unshared
 			stripManagedFields := leanstore.Transform(leanstore.WithInterning(false))
-			list := func(version int) []interface{} {
-				objs := make([]interface{}, 32)
-				want = make([]interface{}, len(objs))
+			list := func(version int) []any {
+				objs := make([]any, 32)
+				want = make([]any, len(objs))
 				for i := range objs {
 					objs[i] = mk(i, version)
 					want[i], _ = stripManagedFields(objs[i].(runtime.Object).DeepCopyObject())
@@ -146,7 +146,7 @@ func TestSharingTwiceWhileReading(t *testing.T) {
 			// The store, swapped whole under a lock as an indexer's Replace is.
 			var mu sync.Mutex
 			store := list(1)
-			stop := readers(func() []interface{} {
+			stop := readers(func() []any {
 				mu.Lock()
 				defer mu.Unlock()
 				return store
@@ -188,7 +188,7 @@ func TestSharingDoesNotLinkInformers(t *testing.T) {
 		q := p.DeepCopy()
 		for _, step := range []struct {
 			tf  cache.TransformFunc
-			obj interface{}
+			obj any
 		}{{pods, p}, {services, s}, {otherFactory, q}} {
 			if _, err := step.tf(step.obj); err != nil {
 				t.Fatal(err)
@@ -264,7 +264,7 @@ func TestSharingClientGoInformersWhileReading(t *testing.T) {
 	if !cache.WaitForCacheSync(runCtx.Done(), typed.HasSynced, dyn.HasSynced) {
 		t.Fatal("informers did not sync")
 	}
-	stopReaders := readers(func() []interface{} { return append(typed.GetStore().List(), dyn.GetStore().List()...) })
+	stopReaders := readers(func() []any { return append(typed.GetStore().List(), dyn.GetStore().List()...) })
 	defer stopReaders()
 
 	b := informers.NewSharedInformerFactoryWithOptions(kubernetes.NewForConfigOrDie(cfg), 0,

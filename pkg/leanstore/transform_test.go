@@ -52,7 +52,7 @@ func everyStrip() cache.TransformFunc {
 		// and writing nothing when the label is there already, because under
 		// WatchList its second run sees labels that other cached objects share.
 		// It sets a new map rather than writing into the one it was given.
-		leanstore.WithTransform(func(obj interface{}) (interface{}, error) {
+		leanstore.WithTransform(func(obj any) (any, error) {
 			m := obj.(metav1.Object)
 			if m.GetLabels()["seen"] == "true" {
 				return obj, nil
