@@ -78,9 +78,6 @@ func New(cfg Config) *ListWatch {
 	}
 }
 
-// Handed is what the reflector has been handed.
-func (lw *ListWatch) Handed() *Handed { return lw.c.handed }
-
 // IsWatchListSemanticsUnSupported tells client-go's reflector to call List rather
 // than run its own streaming list: ListWatch streams inside List.
 func (lw *ListWatch) IsWatchListSemanticsUnSupported() bool { return true }
