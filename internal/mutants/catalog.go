@@ -41,8 +41,9 @@ var (
 		Reason:  harness.Reason,
 	}
 	// shardPackage is leanstore's own tests of sharding that need no API
-	// server: the shard filter, the split of a list page and of watch
-	// events, and the re-list diff after a rebalance (shard_test.go).
+	// server: the shard filter and the re-list diff after a rebalance
+	// (shard_test.go; the split of a list page and of watch events is
+	// internal/reflector's, shard_decode_test.go).
 	shardPackage = Command{Pkg: "./pkg/leanstore/", Run: "^TestShard", Short: true, Timeout: 5 * time.Minute,
 		Reason: shardReason}
 	// shardUnion is the harness's sharding program: replica processes split
@@ -74,9 +75,9 @@ var Catalog = []Mutant{
 	// with the old version.
 	{
 		Name:   "decode-reuse-ignores-version",
-		Where:  "pkg/leanstore/wire_caller.go: (*wireCaller).Cached",
+		Where:  "internal/reflector/wire_caller.go: (*wireCaller).Cached",
 		Breaks: "an updated object is answered with the cached older version (same uid): the cache keeps stale objects",
-		Edits: []Edit{{File: "pkg/leanstore/wire_caller.go",
+		Edits: []Edit{{File: "internal/reflector/wire_caller.go",
 			Old: "if !ok || string(m.GetUID()) != string(id.UID) || m.GetResourceVersion() != string(id.ResourceVersion) {",
 			New: "if !ok || string(m.GetUID()) != string(id.UID) {"}},
 		Cmd: harness,
@@ -214,9 +215,9 @@ var Catalog = []Mutant{
 	// dropping it, as if the probe had only looked, loses an event.
 	{
 		Name:   "watch-drops-probed-event",
-		Where:  "pkg/leanstore/watch_run.go: (*leanWatch).run",
+		Where:  "internal/reflector/watch_run.go: (*leanWatch).run",
 		Breaks: "the first event of a watch resumed through a probe (after a cut or failed stream) is lost",
-		Edits: []Edit{{File: "pkg/leanstore/watch_run.go",
+		Edits: []Edit{{File: "internal/reflector/watch_run.go",
 			Old: lines(
 				"\t\tif w.peeked != nil {",
 				"\t\t\tev := *w.peeked",
@@ -240,9 +241,9 @@ var Catalog = []Mutant{
 	// the reflector takes to queue the changes, microseconds.
 	{
 		Name:   "relist-reorders-events",
-		Where:  "pkg/leanstore/watch_relist.go: (*leanWatch).relist",
+		Where:  "internal/reflector/watch_relist.go: (*leanWatch).relist",
 		Breaks: "a re-list hands its DELETED events (at the list's resourceVersion) before its ADDED and MODIFIED (older): the informer's resourceVersion goes back while they are queued",
-		Edits: []Edit{{File: "pkg/leanstore/watch_relist.go",
+		Edits: []Edit{{File: "internal/reflector/watch_relist.go",
 			Old: "range [][]watch.Event{diff.Changed, diff.Deleted} {",
 			New: "range [][]watch.Event{diff.Deleted, diff.Changed} {"}},
 		Cmd: harness,
@@ -252,9 +253,9 @@ var Catalog = []Mutant{
 	// where the watch started and hands old events again.
 	{
 		Name:   "watch-resumes-from-start",
-		Where:  "pkg/leanstore/watch.go: (*leanWatch).send",
+		Where:  "internal/reflector/watch.go: (*leanWatch).send",
 		Breaks: "a cut watch resumes from the version it started at, not the last event's: events the informer had are handed again, older versions after newer",
-		Edits: []Edit{{File: "pkg/leanstore/watch.go",
+		Edits: []Edit{{File: "internal/reflector/watch.go",
 			Old: lines(
 				"\t\tif m, err := meta.Accessor(ev.Object); err == nil && m.GetResourceVersion() != \"\" {",
 				"\t\t\tw.rv = m.GetResourceVersion()",
@@ -271,9 +272,9 @@ var Catalog = []Mutant{
 	// cached object, in place.
 	{
 		Name:   "relist-bookmark-wrong-object",
-		Where:  "pkg/leanstore/watch_relist.go: (*listWatch).bookmark",
+		Where:  "internal/reflector/watch_relist.go: bookmark",
 		Breaks: "the bookmark after a re-list carries no resourceVersion, and the first listed object, cached, is given the list's in place",
-		Edits: []Edit{{File: "pkg/leanstore/watch_relist.go",
+		Edits: []Edit{{File: "internal/reflector/watch_relist.go",
 			Old: lines(
 				"\tm, err := meta.Accessor(obj)",
 				"\tif err != nil {",

@@ -2,6 +2,7 @@ package reflector
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/cachetune/cachetune/pkg/failure"
@@ -9,8 +10,10 @@ import (
 
 // Reporter is told every failure and every success of an informer's lists and
 // watches: leanstore's tracker, which logs them, counts them in metrics and
-// Status, and calls the informer's watch-error handlers.
+// Status, and calls the informer's watch-error handlers. It is told what each
+// list's pacer does too (PaceReporter).
 type Reporter interface {
+	PaceReporter
 	// Fail records and reports a failure of stage f.Reason.
 	Fail(ctx context.Context, f FailedAttempt)
 	// OK records a success: the informer is healthy again.
@@ -18,6 +21,23 @@ type Reporter interface {
 	// Listed records a completed list: how it was served and why, how many
 	// objects it had and how many of them were unchanged and kept.
 	Listed(path ListPath, reason string, count, reused int)
+	// WatchStarted counts a watch that started, or resumed on a new stream.
+	WatchStarted()
+	// WireChanged records the encoding the informer reads from now on.
+	WireChanged(wire string)
+}
+
+// ReportedError marks an error that the Reporter has been told already, so
+// that the reflector's own error handler does not report it again (see
+// IsReported).
+type ReportedError struct{ error }
+
+func (e ReportedError) Unwrap() error { return e.error }
+
+// IsReported reports whether err, or an error it wraps, is a ReportedError.
+func IsReported(err error) bool {
+	var r ReportedError
+	return errors.As(err, &r)
 }
 
 // ListPath is how an informer's last list was served.

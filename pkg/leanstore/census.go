@@ -51,7 +51,7 @@ func (i *Informer) Census() Census {
 	}
 	c.Informer, c.Resource = i.name, i.resource.String()
 	if i.lw != nil {
-		c.Shard = i.lw.shard.census()
+		c.Shard = i.shard.census()
 	}
 	return c
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cachetune/cachetune/internal/encstore"
 	"github.com/cachetune/cachetune/internal/informer"
+	"github.com/cachetune/cachetune/internal/reflector"
 )
 
 // Compression is how an encoded store (WithEncodedStore) compresses the
@@ -129,7 +130,7 @@ func (c Compression) store() encstore.Compression {
 
 // encodedInformer builds the informer of cfg over an encoded store: package
 // informer's SharedIndexInformer, whose store is an encstore.Store.
-func encodedInformer(lw *listWatch, cfg informerConfig, enc *EncodedStore) (cache.SharedIndexInformer, error) {
+func encodedInformer(lw cache.ListerWatcher, handed *reflector.Handed, cfg informerConfig, enc *EncodedStore) (cache.SharedIndexInformer, error) {
 	var codec encstore.Codec
 	if _, ok := cfg.example.(*unstructured.Unstructured); ok {
 		codec = encstore.UnstructuredJSON()
@@ -154,7 +155,7 @@ func encodedInformer(lw *listWatch, cfg informerConfig, enc *EncodedStore) (cach
 			Compression:   enc.Compression.store(),
 			HotCacheBytes: enc.HotCacheBytes,
 		}),
-		LastStored: lw.handed.LastStored,
+		LastStored: handed.LastStored,
 	})
 }
 

@@ -3,7 +3,7 @@ package leanstore
 // ViewForTest counts what the informer's handed set (the record of handed
 // objects that re-lists diff against) holds: records and whole objects.
 func (i *Informer) ViewForTest() (records, objects int) {
-	return i.lw.handed.Counts()
+	return i.handed.Counts()
 }
 
 // EncodedStatsForTest says whether the informer keeps its objects in an

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/cachetune/cachetune/internal/reflector"
 )
 
 // core is what the three factories share: the informers keyed by K (a Go type for
@@ -19,7 +21,7 @@ import (
 // status and readiness over all of them.
 type core[K comparable] struct {
 	opts    options
-	state   *factoryState
+	state   *reflector.StreamingState
 	metrics *metrics
 
 	mu           sync.Mutex
@@ -33,7 +35,7 @@ type core[K comparable] struct {
 func newCore[K comparable](resync time.Duration, opts []Option) *core[K] {
 	c := &core[K]{
 		opts:      newOptions(resync, opts),
-		state:     &factoryState{},
+		state:     &reflector.StreamingState{},
 		informers: map[K]*Informer{},
 		started:   map[K]bool{},
 	}

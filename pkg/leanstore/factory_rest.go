@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/cachetune/cachetune/internal/reflector"
 )
 
 // NewRESTInformer returns one informer of resource, listed and watched through
@@ -72,7 +74,7 @@ func NewRESTInformer(client rest.Interface, resource schema.GroupVersionResource
 	if err != nil {
 		return nil, fmt.Errorf("rest informer for %s: register metrics: %w", resource, err)
 	}
-	inf = newInformer(cfg, &o, &factoryState{}, m)
+	inf = newInformer(cfg, &o, &reflector.StreamingState{}, m)
 	return inf, nil
 }
 
@@ -117,13 +119,13 @@ func (s *jsonSource) request(opts *metav1.ListOptions) *rest.Request {
 		Timeout(timeoutOf(*opts))
 }
 
-func (s *jsonSource) list(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+func (s *jsonSource) List(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 	return s.request(&opts).Do(ctx).Get()
 }
 
-func (s *jsonSource) watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+func (s *jsonSource) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	opts.Watch = true
 	return s.request(&opts).Watch(ctx)
 }
 
-func (s *jsonSource) resolve(context.Context) error { return nil }
+func (s *jsonSource) Resolve(context.Context) error { return nil }

@@ -29,7 +29,12 @@ type Informer struct {
 	cache.SharedIndexInformer
 	name     string
 	resource schema.GroupResource
-	lw       *listWatch // nil for a client-go fallback informer
+	lw       *reflector.ListWatch // nil for a client-go fallback informer
+	// shard is the informer's side of WithShard; nil without it (and for a
+	// client-go fallback informer).
+	shard *shardFilter
+	// handed is what the informer's reflector has been handed (lw's).
+	handed *reflector.Handed
 	// strip is the informer's shrink pipeline, with the canonical values of
 	// its objects; SetTransform adds the caller's transform to it.
 	strip   *shrink.Pipeline
@@ -47,20 +52,21 @@ var _ cache.SharedIndexInformer = (*Informer)(nil)
 // informerConfig is what newInformer needs beyond the factory's options.
 type informerConfig struct {
 	name     string
-	src      source
+	src      reflector.Source
 	gr       func() schema.GroupResource
 	example  runtime.Object
 	indexers cache.Indexers
 	resync   time.Duration
 	wire     string
-	// lean enables the lean protobuf decoder; src must then be a rawSource.
+	// lean enables the lean protobuf decoder; src must then be a
+	// reflector.RawSource.
 	lean bool
 	// client is the client src lists with, asked whether it serves streaming
 	// lists (see effectiveStreaming).
 	client any
 }
 
-func newInformer(cfg informerConfig, o *options, state *factoryState, m *metrics) *Informer {
+func newInformer(cfg informerConfig, o *options, state *reflector.StreamingState, m *metrics) *Informer {
 	invalid := o.err
 	var enc *EncodedStore
 	if invalid == nil {
@@ -74,23 +80,29 @@ func newInformer(cfg informerConfig, o *options, state *factoryState, m *metrics
 	}
 	strip := shrink.NewPipeline(sc) // the informer's own: SetTransform changes only this informer
 	tr := newTracker(cfg.name, cfg.gr().String(), cfg.wire, o.logger, m)
-	lw := &listWatch{
-		src: cfg.src, gr: cfg.gr, opts: o, strip: strip, state: state,
-		retry: reflector.NewRetryState(tr, o.backoff), tracker: tr, handed: reflector.NewHanded(), example: cfg.example,
-		shard: newShardFilter(o.shard),
+	handed := reflector.NewHanded()
+	lc := reflector.Config{
+		Resource: cfg.gr, Example: cfg.example, Source: cfg.src, ListOptions: o.listOptions,
+		PageSize: o.pageSize, IdleTimeout: o.idleTimeout, HeapBound: o.heapBound,
+		Refusals: state, Strip: strip, Handed: handed,
+		Backoff: o.backoff, Reporter: tr, Logger: tr.logger,
 	}
-	if lw.shard != nil {
-		lw.handed.MovedOut = func(obj runtime.Object) bool { return !lw.shard.owns(obj) }
+	shard := newShardFilter(o.shard)
+	if shard != nil {
+		lc.Shard = shard // never a nil *shardFilter: Config.Shard nil keeps every object
+		handed.MovedOut = func(obj runtime.Object) bool { return !shard.Owns(obj) }
 	}
-	lw.streaming, lw.streamingWhy = effectiveStreaming(o.streaming, cfg.client)
+	mode, why := effectiveStreaming(o.streaming, cfg.client)
+	lc.Streaming, lc.StreamingWhy = loopStreaming(mode), why
 	if cfg.lean {
-		lw.raw = cfg.src.(rawSource)
+		lc.Raw = cfg.src.(reflector.RawSource)
 	}
+	handed.Compact = enc != nil // an encoded store's handed set keeps records (reflector.Record)
+	lw := reflector.New(lc)
 	var inner cache.SharedIndexInformer
 	if enc != nil {
-		lw.handed.Compact = true
 		var err error
-		if inner, err = encodedInformer(lw, cfg, enc); err != nil {
+		if inner, err = encodedInformer(lw, handed, cfg, enc); err != nil {
 			invalid = err
 		}
 	}
@@ -102,9 +114,10 @@ func newInformer(cfg informerConfig, o *options, state *factoryState, m *metrics
 		})
 	}
 	tr.reflector = standInReflector(lw, cfg.example, cfg.name)
-	inf := &Informer{SharedIndexInformer: inner, name: cfg.name, resource: cfg.gr(), lw: lw, strip: strip, tracker: tr, invalid: invalid}
-	if lw.handed.Compact {
-		lw.handed.Placeholder = func(r *reflector.Record) runtime.Object { return placeholder(r, cfg.example) }
+	inf := &Informer{SharedIndexInformer: inner, name: cfg.name, resource: cfg.gr(), lw: lw, shard: shard, handed: handed,
+		strip: strip, tracker: tr, invalid: invalid}
+	if handed.Compact {
+		handed.Placeholder = func(r *reflector.Record) runtime.Object { return placeholder(r, cfg.example) }
 	}
 	_ = inner.SetWatchErrorHandlerWithContext(inf.reflectorError)
 	return inf
@@ -176,9 +189,7 @@ func (i *Informer) Status() Status {
 	if i.invalid != nil {
 		s.LastError = i.invalid.Error()
 	}
-	if i.lw != nil {
-		s.Shard = i.lw.shard.status()
-	}
+	s.Shard = i.shard.status()
 	s.Encoded = i.encodedStatus()
 	return s
 }

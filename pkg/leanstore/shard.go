@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/cachetune/cachetune/internal/reflector"
 	"github.com/cachetune/cachetune/pkg/shard"
 )
 
@@ -99,10 +100,14 @@ func newShardFilter(c *shardConfig) *shardFilter {
 	return &shardFilter{m: c.m, by: c.by, bad: c.err()}
 }
 
-// ownsBytes reports whether the object with this namespace and name, read
+// The list/watch loop (internal/reflector) filters and re-lists through the
+// filter.
+var _ reflector.Shard = (*shardFilter)(nil)
+
+// OwnsBytes reports whether the object with this namespace and name, read
 // from encoded bytes, is this replica's under the applied ring. It does not
 // allocate: it runs for every object of every list and watch.
-func (f *shardFilter) ownsBytes(ns, name []byte) bool {
+func (f *shardFilter) OwnsBytes(ns, name []byte) bool {
 	if f == nil {
 		return true
 	}
@@ -110,8 +115,8 @@ func (f *shardFilter) ownsBytes(ns, name []byte) bool {
 	return s != nil && s.OwnsHash(shard.KeyHashBytes(ns, name, f.by))
 }
 
-// owns is ownsBytes for a decoded object.
-func (f *shardFilter) owns(obj runtime.Object) bool {
+// Owns is OwnsBytes for a decoded object.
+func (f *shardFilter) Owns(obj runtime.Object) bool {
 	if f == nil {
 		return true
 	}
@@ -123,9 +128,9 @@ func (f *shardFilter) owns(obj runtime.Object) bool {
 	return s != nil && s.Owns(m.GetNamespace(), m.GetName(), f.by)
 }
 
-// apply waits for the membership's ring and makes its latest version the one
+// Apply waits for the membership's ring and makes its latest version the one
 // the informer lists and watches with. Every list calls it first.
-func (f *shardFilter) apply(ctx context.Context) error {
+func (f *shardFilter) Apply(ctx context.Context) error {
 	if f == nil {
 		return nil
 	}
@@ -146,9 +151,9 @@ func (f *shardFilter) apply(ctx context.Context) error {
 	return nil
 }
 
-// took records that the objects of the applied ring have all been handed to
+// Took records that the objects of the applied ring have all been handed to
 // the reflector.
-func (f *shardFilter) took() {
+func (f *shardFilter) Took() {
 	if f == nil {
 		return
 	}
@@ -166,9 +171,9 @@ func (f *shardFilter) took() {
 	}
 }
 
-// changed is closed when the membership publishes a ring newer than the
+// Changed is closed when the membership publishes a ring newer than the
 // applied one; nil (never ready) without sharding or before the first list.
-func (f *shardFilter) changed() <-chan struct{} {
+func (f *shardFilter) Changed() <-chan struct{} {
 	if f == nil {
 		return nil
 	}
@@ -177,6 +182,24 @@ func (f *shardFilter) changed() <-chan struct{} {
 	}
 	return nil
 }
+
+// Moved reports whether the membership's latest ring moves objects to or from
+// this replica, and then describes it for the log; a ring that moves nothing
+// is applied and taken at once (see advance), and the watch needs no list.
+func (f *shardFilter) Moved() (bool, []any) {
+	latest := f.m.Current()
+	if !f.moved(latest) {
+		f.advance(latest)
+		return false, nil
+	}
+	return true, []any{"self", f.m.Self(), "members", latest.Members(), "generation", latest.Generation()}
+}
+
+// SkippedListed counts an object of another shard dropped from a list.
+func (f *shardFilter) SkippedListed() { f.skippedListed.Add(1) }
+
+// SkippedEvent counts an event of another shard dropped from a watch.
+func (f *shardFilter) SkippedEvent() { f.skippedEvents.Add(1) }
 
 // moved reports whether ring latest gives this replica other slots than the
 // applied one: a ring change that moves nothing to or from this replica

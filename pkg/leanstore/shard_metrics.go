@@ -47,10 +47,10 @@ func (c *shardCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *shardCollector) Collect(ch chan<- prometheus.Metric) {
 	c.init()
 	for _, inf := range c.informers() {
-		if inf.lw == nil || inf.lw.shard == nil {
+		if inf.shard == nil {
 			continue
 		}
-		st := inf.lw.shard.status()
+		st := inf.shard.status()
 		if st.Error != "" {
 			continue
 		}

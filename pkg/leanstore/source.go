@@ -14,26 +14,17 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+
+	"github.com/cachetune/cachetune/internal/reflector"
 )
 
-// rawSource is a source that can also hand out raw protobuf responses, for the
-// lean decoder (internal/wire, through wire_caller.go).
-type rawSource interface {
-	source
-	rawList(ctx context.Context, opts metav1.ListOptions) (io.ReadCloser, error)
-	rawWatch(ctx context.Context, opts metav1.ListOptions) (io.ReadCloser, error)
-	newObject() runtime.Object
-}
-
-// source makes the list and watch requests of one resource.
-type source interface {
-	// list returns one page of a LIST.
-	list(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error)
-	watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
-	// resolve is called before each list; it may look up the resource's name and
-	// scope with discovery the first time.
-	resolve(ctx context.Context) error
-}
+// The sources the list/watch loop (internal/reflector) makes its requests
+// through; restSource and metadataSource also hand out raw protobuf.
+var (
+	_ reflector.RawSource = (*restSource)(nil)
+	_ reflector.Source    = (*dynamicSource)(nil)
+	_ reflector.RawSource = (*metadataSource)(nil)
+)
 
 // restSource lists and watches a built-in resource with a typed REST client, so
 // that objects decode to client-go's Go types.
@@ -44,7 +35,7 @@ type restSource struct {
 	example   runtime.Object
 }
 
-func (s *restSource) newObject() runtime.Object { return newLike(s.example) }
+func (s *restSource) NewObject() runtime.Object { return newLike(s.example) }
 
 // get is the GET request of a list, or of a watch when opts.Watch is set.
 func (s *restSource) get(opts *metav1.ListOptions) *rest.Request {
@@ -54,11 +45,11 @@ func (s *restSource) get(opts *metav1.ListOptions) *rest.Request {
 		VersionedParams(opts, scheme.ParameterCodec)
 }
 
-func (s *restSource) rawList(ctx context.Context, opts metav1.ListOptions) (io.ReadCloser, error) {
+func (s *restSource) RawList(ctx context.Context, opts metav1.ListOptions) (io.ReadCloser, error) {
 	return s.get(&opts).SetHeader("Accept", runtime.ContentTypeProtobuf).Stream(ctx)
 }
 
-func (s *restSource) rawWatch(ctx context.Context, opts metav1.ListOptions) (io.ReadCloser, error) {
+func (s *restSource) RawWatch(ctx context.Context, opts metav1.ListOptions) (io.ReadCloser, error) {
 	opts.Watch = true
 	return s.get(&opts).SetHeader("Accept", runtime.ContentTypeProtobuf).Stream(ctx)
 }
@@ -68,7 +59,7 @@ func newLike(example runtime.Object) runtime.Object {
 	return reflect.New(reflect.TypeOf(example).Elem()).Interface().(runtime.Object)
 }
 
-func (s *restSource) resolve(ctx context.Context) error { return s.mapping.resolve(ctx) }
+func (s *restSource) Resolve(ctx context.Context) error { return s.mapping.resolve(ctx) }
 
 func (s *restSource) ns() string {
 	if !s.mapping.namespaced() {
@@ -77,11 +68,11 @@ func (s *restSource) ns() string {
 	return s.namespace
 }
 
-func (s *restSource) list(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+func (s *restSource) List(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 	return s.get(&opts).Timeout(timeoutOf(opts)).Do(ctx).Get()
 }
 
-func (s *restSource) watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+func (s *restSource) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	opts.Watch = true
 	return s.get(&opts).Timeout(timeoutOf(opts)).Watch(ctx)
 }
@@ -101,7 +92,7 @@ type dynamicSource struct {
 	ns     string
 }
 
-func (s *dynamicSource) resolve(context.Context) error { return nil }
+func (s *dynamicSource) Resolve(context.Context) error { return nil }
 
 func (s *dynamicSource) res() dynamic.ResourceInterface {
 	if s.ns == "" {
@@ -110,11 +101,11 @@ func (s *dynamicSource) res() dynamic.ResourceInterface {
 	return s.client.Namespace(s.ns)
 }
 
-func (s *dynamicSource) list(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+func (s *dynamicSource) List(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 	return s.res().List(ctx, opts)
 }
 
-func (s *dynamicSource) watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+func (s *dynamicSource) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	return s.res().Watch(ctx, opts)
 }
 
@@ -134,7 +125,7 @@ const (
 	acceptPartialWatch = runtime.ContentTypeProtobuf + ";as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
 )
 
-func (s *metadataSource) newObject() runtime.Object { return &metav1.PartialObjectMetadata{} }
+func (s *metadataSource) NewObject() runtime.Object { return &metav1.PartialObjectMetadata{} }
 
 // path is the resource's URL path, as the metadata client builds it.
 func (s *metadataSource) path() string {
@@ -148,14 +139,14 @@ func (s *metadataSource) path() string {
 	return p + "/" + s.gvr.Resource
 }
 
-func (s *metadataSource) rawList(ctx context.Context, opts metav1.ListOptions) (io.ReadCloser, error) {
+func (s *metadataSource) RawList(ctx context.Context, opts metav1.ListOptions) (io.ReadCloser, error) {
 	return s.rest.Get().AbsPath(s.path()).
 		SpecificallyVersionedParams(&opts, metav1.ParameterCodec, schema.GroupVersion{Version: "v1"}).
 		SetHeader("Accept", acceptPartialList).
 		Stream(ctx)
 }
 
-func (s *metadataSource) rawWatch(ctx context.Context, opts metav1.ListOptions) (io.ReadCloser, error) {
+func (s *metadataSource) RawWatch(ctx context.Context, opts metav1.ListOptions) (io.ReadCloser, error) {
 	opts.Watch = true
 	return s.rest.Get().AbsPath(s.path()).
 		SpecificallyVersionedParams(&opts, metav1.ParameterCodec, schema.GroupVersion{Version: "v1"}).
@@ -163,7 +154,7 @@ func (s *metadataSource) rawWatch(ctx context.Context, opts metav1.ListOptions) 
 		Stream(ctx)
 }
 
-func (s *metadataSource) resolve(context.Context) error { return nil }
+func (s *metadataSource) Resolve(context.Context) error { return nil }
 
 func (s *metadataSource) res() metadata.ResourceInterface {
 	if s.ns == "" {
@@ -172,10 +163,10 @@ func (s *metadataSource) res() metadata.ResourceInterface {
 	return s.client.Resource(s.gvr).Namespace(s.ns)
 }
 
-func (s *metadataSource) list(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+func (s *metadataSource) List(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 	return s.res().List(ctx, opts)
 }
 
-func (s *metadataSource) watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+func (s *metadataSource) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	return s.res().Watch(ctx, opts)
 }

@@ -188,29 +188,23 @@ func (t *tracker) Listed(path ListPath, reason string, count, reused int) {
 	t.metrics.listed(t.informer, t.resource, path)
 }
 
-// setWire records the encoding the informer now reads.
-func (t *tracker) setWire(wire string) {
+// WireChanged records the encoding the informer now reads.
+func (t *tracker) WireChanged(wire string) {
 	t.mu.Lock()
 	t.st.Wire = wire
 	t.mu.Unlock()
 }
 
-func (t *tracker) watchStarted() {
+// WatchStarted counts a watch that started.
+func (t *tracker) WatchStarted() {
 	t.mu.Lock()
 	t.st.WatchesStarted++
 	t.mu.Unlock()
 }
 
-// reportedError marks an error that the tracker has already reported, so that the
-// reflector's own error handler does not report it again.
-type reportedError struct{ error }
-
-func (e reportedError) Unwrap() error { return e.error }
-
-func isReported(err error) bool {
-	var r reportedError
-	return errors.As(err, &r)
-}
+// isReported reports whether the tracker has been told err already (see
+// reflector.ReportedError).
+func isReported(err error) bool { return reflector.IsReported(err) }
 
 // The tracker is told what the list/watch loop and each list's pacer do.
 var (

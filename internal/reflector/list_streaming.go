@@ -1,11 +1,10 @@
-package leanstore
+package reflector
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/cachetune/cachetune/internal/reflector"
 	"github.com/cachetune/cachetune/internal/wire"
 )
 
@@ -33,18 +31,18 @@ var initialEventsEndWait = 10 * time.Second
 // that goes quiet with objects sent, that carries a change (MODIFIED or DELETED)
 // or a plain bookmark before it, or that ends cleanly without it, comes from a
 // server that does not send it, which errNoInitialEventsEnd reports.
-func (lw *listWatch) streamingList(ctx context.Context, rv string, pace *reflector.Pacer) (listResult, error) {
+func (ls *lister) streamingList(ctx context.Context, rv string, pace *Pacer) (listResult, error) {
 	// A break while the initial events stream is this list's failure; after the
 	// initial-events-end bookmark the stream carries on as the reflector's watch
-	// (see pendingWatch), and a break is reported as a watch failure.
+	// (see pendingStream), and a break is reported as a watch failure.
 	brk := &listBreak{}
-	w, d, err := lw.openWatch(ctx, lw.streamingListOptions(rv), brk.onBroken(lw.watchStreamBroke(ctx)))
+	w, d, err := ls.c.openWatch(ctx, streamingListOptions(rv), brk.onBroken(ls.c.watchStreamBroke(ctx)))
 	if err != nil {
 		return listResult{}, err
 	}
-	res := listResult{items: make([]runtime.Object, 0, lw.listSizeHint())}
+	res := listResult{items: make([]runtime.Object, 0, ls.sizeHint())}
 	quiet := initialEventsEndWait
-	if idle := lw.opts.idleTimeout; idle > 0 && idle < quiet {
+	if idle := ls.idleTimeout; idle > 0 && idle < quiet {
 		quiet = idle
 	}
 	timer := time.NewTimer(quiet)
@@ -58,27 +56,27 @@ func (lw *listWatch) streamingList(ctx context.Context, rv string, pace *reflect
 		case <-timer.C:
 			w.Stop()
 			if events == 0 {
-				return res, reflector.StalledFor(quiet)
+				return res, StalledFor(quiet)
 			}
 			return res, fmt.Errorf("%w: nothing for %s after %d objects", errNoInitialEventsEnd, quiet, len(res.items))
 		case ev, ok := <-w.ResultChan():
 			if !ok {
-				return res, lw.streamEnded(brk.err(), events, len(res.items))
+				return res, ls.streamEnded(brk.err(), events, len(res.items))
 			}
 			events++
 			timer.Reset(quiet)
 			var err error
 			switch ev.Type {
 			case watch.Added:
-				err = lw.addStreamed(&res, ev.Object, d == nil, lw.reuses(ctx), pace)
+				err = ls.addStreamed(&res, ev.Object, d == nil, ls.c.reuses(ctx), pace)
 			case eventSkipped: // another shard's, from the lean decoder (WithShard)
-				lw.shard.skippedListed.Add(1)
+				ls.c.shard.SkippedListed()
 			case watch.Modified, watch.Deleted:
 				err = fmt.Errorf("%w: a %s event came after %d objects", errNoInitialEventsEnd, ev.Type, len(res.items))
 			case watch.Bookmark:
-				if err = lw.initialEventsEnd(&res, ev, d); err == nil {
+				if err = ls.initialEventsEnd(&res, ev, d); err == nil {
 					brk.listed()
-					lw.setPending(ctx, w, res.rv, d != nil)
+					ls.next.put(ctx, w, res.rv, d != nil)
 					return res, nil
 				}
 			case watch.Error:
@@ -92,42 +90,43 @@ func (lw *listWatch) streamingList(ctx context.Context, rv string, pace *reflect
 	}
 }
 
-// streamingListOptions are the options of a streaming list from rv.
-func (lw *listWatch) streamingListOptions(rv string) metav1.ListOptions {
+// streamingListOptions are the options of a streaming list from rv, before
+// the informer's scope (see conn.openWatch).
+func streamingListOptions(rv string) metav1.ListOptions {
 	timeout := int64((5 + rand.Float64()*5) * 60) // like client-go: 5 to 10 minutes
 	send := true
-	return lw.opts.listOptions(metav1.ListOptions{
+	return metav1.ListOptions{
 		ResourceVersion:      rv,
 		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
 		SendInitialEvents:    &send,
 		AllowWatchBookmarks:  true,
 		TimeoutSeconds:       &timeout,
-	})
+	}
 }
 
 // streamEnded is the error of a streaming list whose stream closed before
 // the end of its initial events: brk, when it broke.
-func (lw *listWatch) streamEnded(brk error, events, items int) error {
+func (ls *lister) streamEnded(brk error, events, items int) error {
 	switch {
 	case brk != nil:
 		return brk
 	case events == 0:
-		return fmt.Errorf("streaming list of %s ended before any event", lw.gr())
+		return fmt.Errorf("streaming list of %s ended before any event", ls.c.gr())
 	}
 	return fmt.Errorf("%w: the stream ended after %d objects", errNoInitialEventsEnd, items)
 }
 
 // addStreamed adds a streamed object to res; decode says it still needs
 // stripping (it does not come from the lean decoder).
-func (lw *listWatch) addStreamed(res *listResult, obj runtime.Object, decode, reuse bool, pace *reflector.Pacer) error {
+func (ls *lister) addStreamed(res *listResult, obj runtime.Object, decode, reuse bool, pace *Pacer) error {
 	reused := false
 	if decode {
 		var err error
-		if obj, reused, err = lw.keep(obj, false, reuse); err != nil {
+		if obj, reused, err = ls.c.keep(obj, false, reuse); err != nil {
 			return err
 		}
 		if obj == nil { // another shard's (WithShard)
-			lw.shard.skippedListed.Add(1)
+			ls.c.shard.SkippedListed()
 			return nil
 		}
 	}
@@ -143,10 +142,10 @@ func (lw *listWatch) addStreamed(res *listResult, obj runtime.Object, decode, re
 // list's initial events. Any other bookmark is an error: a server that serves
 // streaming lists sends none before the end of the initial events, so this
 // one ignored sendInitialEvents (an API server older than 1.27).
-func (lw *listWatch) initialEventsEnd(res *listResult, ev watch.Event, d *wire.Decoder) error {
+func (ls *lister) initialEventsEnd(res *listResult, ev watch.Event, d *wire.Decoder) error {
 	m, err := meta.Accessor(ev.Object)
 	if err != nil {
-		return fmt.Errorf("streaming list of %s: bookmark: %w", lw.gr(), err)
+		return fmt.Errorf("streaming list of %s: bookmark: %w", ls.c.gr(), err)
 	}
 	if m.GetAnnotations()[metav1.InitialEventsAnnotationKey] != "true" {
 		return errStreamingIgnored
@@ -176,38 +175,3 @@ var (
 	// bookmark did not come.
 	errNoInitialEventsEnd = errors.New("the server sent no initial-events-end bookmark")
 )
-
-// listBreak holds what broke a streaming list's stream while its initial
-// events were still coming; after them, a break is the watch's.
-type listBreak struct {
-	mu      sync.Mutex
-	broken  error
-	done    bool
-	onWatch func(error)
-}
-
-func (b *listBreak) onBroken(onWatch func(error)) func(error) {
-	b.onWatch = onWatch
-	return func(err error) {
-		b.mu.Lock()
-		if b.done {
-			b.mu.Unlock()
-			b.onWatch(err)
-			return
-		}
-		b.broken = err
-		b.mu.Unlock()
-	}
-}
-
-func (b *listBreak) listed() {
-	b.mu.Lock()
-	b.done = true
-	b.mu.Unlock()
-}
-
-func (b *listBreak) err() error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.broken
-}

@@ -1,8 +1,7 @@
-package leanstore
+package reflector
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -10,8 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-
-	"github.com/cachetune/cachetune/internal/reflector"
 )
 
 // leanWatch wraps a watch: it strips each object before the reflector sees it,
@@ -25,7 +22,7 @@ import (
 // watch lists again itself and hands the reflector only what changed (relist);
 // the package documentation, "Re-lists inside the watch", says why.
 type leanWatch struct {
-	lw    *listWatch
+	*watching
 	inner watch.Interface
 	// final is true when inner's objects are final: decoded by the lean
 	// decoder, which finished each with the shrink pipeline or handed back the
@@ -44,7 +41,7 @@ type leanWatch struct {
 	once   sync.Once
 	done   chan struct{}
 	// skips are the events of other shards dropped since the reflector was
-	// last advanced (WithShard, shard_watch.go).
+	// last advanced (WithShard, watch_shard.go).
 	skips shardSkips
 
 	// Of the current inner watch, for run's goroutine only: the events it
@@ -53,6 +50,20 @@ type leanWatch struct {
 	events  int
 	started time.Time
 	idle    *time.Timer
+}
+
+// watching is what the watches of one informer share, from its ListWatch.
+type watching struct {
+	c *conn
+	// list is the informer's list (lister.list), for a re-list inside the
+	// watch (watch_relist.go).
+	list func(ctx context.Context, rv string) (listResult, error)
+	// next holds a streaming list's stream, which a re-list's watch
+	// continues on, and the word that a re-list was cut short.
+	next        *handoff
+	idleTimeout time.Duration
+	// example is an empty object of the informer's type, for bookmarks.
+	example runtime.Object
 }
 
 func (w *leanWatch) ResultChan() <-chan watch.Event { return w.out }
@@ -75,7 +86,7 @@ func (w *leanWatch) restarted() {
 
 func (w *leanWatch) resetIdle() {
 	if w.idle != nil {
-		w.idle.Reset(w.lw.opts.idleTimeout)
+		w.idle.Reset(w.idleTimeout)
 	}
 }
 
@@ -83,7 +94,7 @@ func (w *leanWatch) resetIdle() {
 // watch works.
 func (w *leanWatch) counted() {
 	if w.events++; w.events == 1 {
-		w.lw.retry.Delivered()
+		w.c.retry.Delivered()
 	}
 }
 
@@ -93,29 +104,25 @@ func (w *leanWatch) stripped(ev watch.Event) (watch.Event, error) {
 	if w.final {
 		return ev, nil
 	}
-	obj, err := w.lw.strip.Apply(ev.Object, w.lw.gr())
+	obj, err := w.c.stripped(ev.Object)
 	if err != nil {
 		return ev, err
 	}
-	o, ok := obj.(runtime.Object)
-	if !ok {
-		return ev, fmt.Errorf("%s: transform returned %T, not a runtime.Object", w.lw.gr(), obj)
-	}
-	ev.Object = o
+	ev.Object = obj
 	return ev, nil
 }
 
 // send hands ev to the reflector and records it in the handed set; false means the
 // watch was stopped.
 func (w *leanWatch) send(ctx context.Context, ev watch.Event) bool {
-	if _, ok := ev.Object.(*reflector.Record); ok {
-		// An object the handed set has (an encoded store's, see reflector.Record) with
+	if _, ok := ev.Object.(*Record); ok {
+		// An object the handed set has (an encoded store's, see Record) with
 		// the same uid and resourceVersion: the reflector has it already.
 		return true
 	}
 	select {
 	case w.out <- ev:
-		w.lw.handed.Apply(ev)
+		w.c.handed.Apply(ev)
 		if m, err := meta.Accessor(ev.Object); err == nil && m.GetResourceVersion() != "" {
 			w.rv = m.GetResourceVersion()
 		}
@@ -131,5 +138,5 @@ func (w *leanWatch) send(ctx context.Context, ev watch.Event) bool {
 // adopt makes a watch a probe found working the inner watch.
 func (w *leanWatch) adopt(pw *probedWatch) {
 	w.inner, w.final, w.peeked = pw.w, pw.final, pw.first
-	w.lw.tracker.watchStarted()
+	w.c.report.WatchStarted()
 }

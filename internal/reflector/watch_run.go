@@ -1,4 +1,4 @@
-package leanstore
+package reflector
 
 import (
 	"context"
@@ -18,9 +18,9 @@ var errShortWatch = errors.New("the watch stream ended within a second of its st
 
 // newLeanWatch wraps inner, a watch from opts.ResourceVersion (opts are the
 // reflector's options), and starts handing on its events.
-func newLeanWatch(ctx context.Context, lw *listWatch, inner *probedWatch, opts metav1.ListOptions) *leanWatch {
+func newLeanWatch(ctx context.Context, shared *watching, inner *probedWatch, opts metav1.ListOptions) *leanWatch {
 	ctx, cancel := context.WithCancel(ctx)
-	w := &leanWatch{lw: lw, inner: inner.w, final: inner.final, peeked: inner.first, opts: opts, rv: opts.ResourceVersion, out: make(chan watch.Event),
+	w := &leanWatch{watching: shared, inner: inner.w, final: inner.final, peeked: inner.first, opts: opts, rv: opts.ResourceVersion, out: make(chan watch.Event),
 		stop: make(chan struct{}), cancel: cancel, done: make(chan struct{})}
 	go w.run(ctx)
 	return w
@@ -34,14 +34,14 @@ func (w *leanWatch) run(ctx context.Context) {
 	defer w.skips.stop()
 
 	var idle <-chan time.Time
-	if t := w.lw.opts.idleTimeout; t > 0 {
+	if t := w.idleTimeout; t > 0 {
 		w.idle = time.NewTimer(t)
 		defer w.idle.Stop()
 		idle = w.idle.C
 	}
 	// ringChanged is closed when the shard ring changes (WithShard): the
 	// watch then lists again inside itself (see rebalance).
-	ringChanged := w.lw.shard.changed()
+	ringChanged := w.c.shard.Changed()
 	w.restarted()
 	for {
 		if w.peeked != nil {
@@ -58,7 +58,7 @@ func (w *leanWatch) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-idle:
-			w.lw.retry.WatchStalled(ctx, w.lw.opts.idleTimeout, w.events)
+			w.c.retry.WatchStalled(ctx, w.idleTimeout, w.events)
 			return // the reflector sees the channel close and watches again from its last resourceVersion
 		case <-w.skips.due:
 			if !w.flushSkipped(ctx) {
@@ -68,7 +68,7 @@ func (w *leanWatch) run(ctx context.Context) {
 			if !w.rebalance(ctx) {
 				return
 			}
-			ringChanged = w.lw.shard.changed()
+			ringChanged = w.c.shard.Changed()
 		case ev, ok := <-w.inner.ResultChan():
 			if !w.handle(ctx, ev, ok) {
 				return
@@ -80,7 +80,7 @@ func (w *leanWatch) run(ctx context.Context) {
 // handle deals with what the inner watch sent (ok false: it closed) and hands
 // the reflector what it should see; false means the watch ends.
 func (w *leanWatch) handle(ctx context.Context, ev watch.Event, ok bool) bool {
-	h := w.lw.retry
+	h := w.c.retry
 	if !ok {
 		// A stream that broke (cut, undecodable) is resumed inside this
 		// watch; one that ended cleanly (the server's time-out) ends it,
@@ -93,7 +93,7 @@ func (w *leanWatch) handle(ctx context.Context, ev watch.Event, ok bool) bool {
 		broken := h.WatchBroken.Swap(false)
 		if !broken && ctx.Err() == nil && w.events == 0 && time.Since(w.started) < time.Second {
 			broken = true
-			h.Report(ctx, failedAttempt{Reason: failure.WatchFailed}, errShortWatch, 0)
+			h.Report(ctx, FailedAttempt{Reason: failure.WatchFailed}, errShortWatch, 0)
 		}
 		if !broken || ctx.Err() != nil || !w.resume(ctx) {
 			return false
@@ -112,7 +112,7 @@ func (w *leanWatch) handle(ctx context.Context, ev watch.Event, ok bool) bool {
 	case watch.Added, watch.Modified, watch.Deleted:
 		var err error
 		if ev, err = w.stripped(ev); err != nil {
-			h.Report(ctx, failedAttempt{Reason: failure.WatchFailed}, err, 0)
+			h.Report(ctx, FailedAttempt{Reason: failure.WatchFailed}, err, 0)
 			return false
 		}
 	case watch.Error:
@@ -130,12 +130,12 @@ func (w *leanWatch) watchError(ctx context.Context, ev watch.Event) bool {
 		// is being stopped into an ERROR event: not a failure.
 		return false
 	}
-	h := w.lw.retry
+	h := w.c.retry
 	err := apierrors.FromObject(ev.Object)
 	if !isExpired(err) {
 		// Any other ERROR event ends the stream (client-go's stream watcher
 		// stops after it): resume inside this watch.
-		h.Report(ctx, failedAttempt{Reason: failure.WatchError}, err, 0)
+		h.Report(ctx, FailedAttempt{Reason: failure.WatchError}, err, 0)
 		if !w.resume(ctx) {
 			return false
 		}
@@ -152,8 +152,8 @@ func (w *leanWatch) watchError(ctx context.Context, ev watch.Event) bool {
 	} else {
 		h.Expiry.Reset()
 	}
-	h.Report(ctx, failedAttempt{Reason: failure.WatchError}, err, d)
-	healed, alive := w.waitExpiry(ctx, failedAttempt{Reason: failure.WatchError}, d)
+	h.Report(ctx, FailedAttempt{Reason: failure.WatchError}, err, d)
+	healed, alive := w.waitExpiry(ctx, FailedAttempt{Reason: failure.WatchError}, d)
 	if !alive || (!healed && !w.relist(ctx)) {
 		return false
 	}
@@ -163,17 +163,17 @@ func (w *leanWatch) watchError(ctx context.Context, ev watch.Event) bool {
 
 // waitExpiry waits d after a watch that expired before delivering anything,
 // as watches do from a server (or proxy) that answers every watch with 410.
-// Meanwhile it probes every second (probeEvery, internal/reflector) with a
+// Meanwhile it probes every second (probeEvery, retry.go) with a
 // watch from the resourceVersion the reflector last got, which is fresh (the
 // list right before): when such a watch does not expire at once, the fault is
 // gone, the probe becomes the watch, and no list is needed. healed reports that; alive is false when the
 // watch was stopped.
-func (w *leanWatch) waitExpiry(ctx context.Context, f failedAttempt, d time.Duration) (healed, alive bool) {
+func (w *leanWatch) waitExpiry(ctx context.Context, f FailedAttempt, d time.Duration) (healed, alive bool) {
 	w.inner.Stop()
 	opts := w.opts
 	opts.ResourceVersion = w.rv
-	p := w.lw.newWatchProbe(opts)
-	if !w.lw.retry.WaitOrHealed(ctx, f, d, p.probe) {
+	p := newWatchProbe(w.c, opts)
+	if !w.c.retry.WaitOrHealed(ctx, f, d, p.probe) {
 		return false, false
 	}
 	pw := p.take()
@@ -193,11 +193,11 @@ func (w *leanWatch) waitExpiry(ctx context.Context, f failedAttempt, d time.Dura
 // watch (relist). False means the watch ends: it was stopped.
 func (w *leanWatch) resume(ctx context.Context) bool {
 	w.inner.Stop()
-	lw, h := w.lw, w.lw.retry
+	c, h := w.c, w.c.retry
 	opts := w.opts
 	opts.ResourceVersion = w.rv
-	p := lw.newWatchProbe(opts)
-	if !h.WaitOrHealed(ctx, failedAttempt{Reason: failure.WatchFailed}, h.Backoff.Delay(), p.probe) {
+	p := newWatchProbe(c, opts)
+	if !h.WaitOrHealed(ctx, FailedAttempt{Reason: failure.WatchFailed}, h.Backoff.Delay(), p.probe) {
 		return false
 	}
 	for {
@@ -205,7 +205,7 @@ func (w *leanWatch) resume(ctx context.Context) bool {
 			w.adopt(pw)
 			return true
 		}
-		inner, d, err := lw.openWatch(ctx, lw.opts.listOptions(opts), lw.watchStreamBroke(ctx))
+		inner, d, err := c.openWatch(ctx, opts, c.watchStreamBroke(ctx))
 		if err == nil {
 			w.adopt(&probedWatch{w: inner, final: d != nil})
 			return true
@@ -214,10 +214,10 @@ func (w *leanWatch) resume(ctx context.Context) bool {
 			return false
 		}
 		if isExpired(err) {
-			h.Report(ctx, failedAttempt{Reason: failure.WatchStartFailed}, err, 0)
+			h.Report(ctx, FailedAttempt{Reason: failure.WatchStartFailed}, err, 0)
 			return w.relist(ctx)
 		}
-		if !h.Failed(ctx, failedAttempt{Reason: failure.WatchStartFailed}, err, p.probe) {
+		if !h.Failed(ctx, FailedAttempt{Reason: failure.WatchStartFailed}, err, p.probe) {
 			return false
 		}
 	}

@@ -1,4 +1,4 @@
-package leanstore
+package reflector
 
 import (
 	"context"
@@ -8,35 +8,34 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/cachetune/cachetune/internal/reflector"
 	"github.com/cachetune/cachetune/internal/wire"
 )
 
 // pagedList lists page by page. Each page's objects are stripped (or replaced by
 // the unchanged handed object) and copied out of the page, so the page itself is
 // garbage before the next one arrives.
-func (lw *listWatch) pagedList(ctx context.Context, rv string, pace *reflector.Pacer) (listResult, error) {
+func (ls *lister) pagedList(ctx context.Context, rv string, pace *Pacer) (listResult, error) {
 	var res listResult
-	opts := metav1.ListOptions{Limit: lw.opts.pageSize, ResourceVersion: rv}
+	opts := metav1.ListOptions{Limit: ls.pageSize, ResourceVersion: rv}
 	if rv != "" {
 		opts.ResourceVersionMatch = metav1.ResourceVersionMatchNotOlderThan
 	}
-	page := lw.decodedPage
-	if raw := lw.rawSource(); raw != nil {
-		page = lw.rawPage(raw, lw.newDecoder(ctx, raw))
+	page := ls.decodedPage
+	if raw := ls.c.rawSource(); raw != nil {
+		page = ls.rawPage(raw, ls.c.newDecoder(ctx, raw))
 	}
 	for {
-		part, cont, err := page(ctx, lw.opts.listOptions(opts), pace)
+		part, cont, err := page(ctx, ls.c.scope(opts), pace)
 		if err != nil {
 			if opts.Continue != "" && isExpired(err) {
 				// The snapshot behind the continue token is gone: start over with
 				// a fresh consistent list.
-				return lw.pagedList(ctx, "", pace)
+				return ls.pagedList(ctx, "", pace)
 			}
 			return res, err
 		}
 		if res.items == nil {
-			res.items = make([]runtime.Object, 0, max(lw.listSizeHint(), len(part.items)))
+			res.items = make([]runtime.Object, 0, max(ls.sizeHint(), len(part.items)))
 		}
 		res.items = append(res.items, part.items...)
 		res.reused += part.reused
@@ -49,22 +48,22 @@ func (lw *listWatch) pagedList(ctx context.Context, rv string, pace *reflector.P
 }
 
 // decodedPage lists one page with the client's own decoder.
-func (lw *listWatch) decodedPage(ctx context.Context, opts metav1.ListOptions, pace *reflector.Pacer) (res listResult, cont string, err error) {
-	page, err := lw.src.list(ctx, opts)
+func (ls *lister) decodedPage(ctx context.Context, opts metav1.ListOptions, pace *Pacer) (res listResult, cont string, err error) {
+	page, err := ls.c.src.List(ctx, opts)
 	if err != nil {
 		return res, "", err
 	}
 	lm, err := meta.ListAccessor(page)
 	if err != nil {
-		return res, "", fmt.Errorf("list %s: %w", lw.gr(), err)
+		return res, "", fmt.Errorf("list %s: %w", ls.c.gr(), err)
 	}
 	err = meta.EachListItem(page, func(obj runtime.Object) error {
-		kept, reused, err := lw.keep(obj, true, lw.reuses(ctx))
+		kept, reused, err := ls.c.keep(obj, true, ls.c.reuses(ctx))
 		if err != nil {
 			return err
 		}
 		if kept == nil { // another shard's (WithShard)
-			lw.shard.skippedListed.Add(1)
+			ls.c.shard.SkippedListed()
 			return nil
 		}
 		if reused {
@@ -80,13 +79,13 @@ func (lw *listWatch) decodedPage(ctx context.Context, opts metav1.ListOptions, p
 
 // rawPage lists pages as protobuf and decodes them with the lean decoder as
 // they arrive: a page is never held whole, decoded or encoded.
-func (lw *listWatch) rawPage(raw rawSource, d *wire.Decoder) func(context.Context, metav1.ListOptions, *reflector.Pacer) (listResult, string, error) {
-	return func(ctx context.Context, opts metav1.ListOptions, pace *reflector.Pacer) (listResult, string, error) {
-		body, err := raw.rawList(ctx, opts)
+func (ls *lister) rawPage(raw RawSource, d *wire.Decoder) func(context.Context, metav1.ListOptions, *Pacer) (listResult, string, error) {
+	return func(ctx context.Context, opts metav1.ListOptions, pace *Pacer) (listResult, string, error) {
+		body, err := raw.RawList(ctx, opts)
 		if err != nil {
 			return listResult{}, "", err
 		}
 		defer body.Close()
-		return decodeList(d, body, lw.shard, pace)
+		return decodeList(d, body, ls.c.shard, pace)
 	}
 }

@@ -1,4 +1,4 @@
-package leanstore
+package reflector
 
 import (
 	"context"
@@ -7,9 +7,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/cachetune/cachetune/internal/reflector"
 	"github.com/cachetune/cachetune/pkg/failure"
 )
 
@@ -32,7 +30,7 @@ import (
 // consistent lists from its watch cache too (ConsistentListFromCache, on since
 // Kubernetes 1.31), after one quorum read of etcd's current revision; see
 // docs/memory.md for the measured server cost of both.
-func (lw *listWatch) listRV(reflectorRV string) string {
+func listRV(reflectorRV string) string {
 	if reflectorRV == "0" {
 		return ""
 	}
@@ -41,39 +39,40 @@ func (lw *listWatch) listRV(reflectorRV string) string {
 
 // list lists every object from rv ("" for the latest), by a streaming list or a
 // paged LIST, retrying with backoff until it succeeds or ctx ends.
-func (lw *listWatch) list(ctx context.Context, rv string) (listResult, error) {
-	l := &listing{rv: rv, pace: reflector.NewPacer(lw.opts.heapBound).Relisting(lw.retry.Synced.Load()).ReportTo(lw.tracker),
-		failure: failedAttempt{Reason: failure.InitialListFailed, Relist: lw.retry.Synced.Load()}}
+func (ls *lister) list(ctx context.Context, rv string) (listResult, error) {
+	retry := ls.c.retry
+	l := &listing{rv: rv, pace: NewPacer(ls.heapBound).Relisting(retry.Synced.Load()).ReportTo(ls.c.report),
+		failure: FailedAttempt{Reason: failure.InitialListFailed, Relist: retry.Synced.Load()}}
 	for {
-		if err := lw.prepareList(ctx); err != nil {
-			if ctx.Err() != nil || !lw.retry.Failed(ctx, l.failure, err, nil) {
+		if err := ls.prepare(ctx); err != nil {
+			if ctx.Err() != nil || !retry.Failed(ctx, l.failure, err, nil) {
 				return listResult{}, ctx.Err()
 			}
 			continue
 		}
-		if lw.useStreaming() && l.streamFailures < maxStreamFailures {
-			res, err := lw.streamingList(ctx, l.rv, l.pace)
+		if ls.useStreaming() && l.streamFailures < maxStreamFailures {
+			res, err := ls.streamingList(ctx, l.rv, l.pace)
 			if err == nil {
 				l.pace.Finish()
-				return lw.listed(res, ListPathStreaming, lw.state.streamingReason()), nil
+				return ls.listed(res, ListPathStreaming, ls.refusals.streamingReason()), nil
 			}
-			switch lw.streamingFailed(ctx, l, err) {
+			switch ls.streamingFailed(ctx, l, err) {
 			case listEnded:
 				return listResult{}, ctx.Err()
 			case listAgain:
 				continue
 			}
 		}
-		res, err := lw.pagedList(ctx, l.rv, l.pace)
+		res, err := ls.pagedList(ctx, l.rv, l.pace)
 		if err == nil {
 			l.pace.Finish()
 			why := l.pagedWhy
 			if why == "" {
-				why = lw.pagedReason()
+				why = ls.pagedReason()
 			}
-			return lw.listed(res, ListPathPaged, why), nil
+			return ls.listed(res, ListPathPaged, why), nil
 		}
-		if !lw.pagedFailed(ctx, l, err) {
+		if !ls.pagedFailed(ctx, l, err) {
 			return listResult{}, ctx.Err()
 		}
 	}
@@ -83,11 +82,11 @@ func (lw *listWatch) list(ctx context.Context, rv string) (listResult, error) {
 type listing struct {
 	// rv is the resourceVersion to list from; "" once it expired.
 	rv      string
-	pace    *reflector.Pacer
-	failure failedAttempt
+	pace    *Pacer
+	failure FailedAttempt
 	// streamFailures counts this list's failed streaming lists: after
 	// maxStreamFailures the list uses a paged LIST, whose failures are
-	// retried with cheap probes (see reflector.RetryState.WaitOrHealed) and
+	// retried with cheap probes (see RetryState.WaitOrHealed) and
 	// so recover as soon as the server does.
 	streamFailures int
 	// pagedWhy says why the list fell back to a paged LIST, when it did.
@@ -103,19 +102,19 @@ const (
 	listEnded                 // not at all: ctx ended
 )
 
-// prepareList readies a list: with WithShard it takes the membership's
-// latest ring (shard.go) and waits for the membership to be ready; then the
+// prepare readies a list: with sharding it takes the membership's latest
+// ring (Shard.Apply) and waits for the membership to be ready; then the
 // source resolves the resource.
-func (lw *listWatch) prepareList(ctx context.Context) error {
-	if err := lw.shard.apply(ctx); err != nil {
+func (ls *lister) prepare(ctx context.Context) error {
+	if err := ls.c.shard.Apply(ctx); err != nil {
 		return err
 	}
-	return lw.src.resolve(ctx)
+	return ls.c.src.Resolve(ctx)
 }
 
 // streamingFailed reports a failed streaming list, waits out the backoff
 // where one is due, and says what the list does next.
-func (lw *listWatch) streamingFailed(ctx context.Context, l *listing, err error) listStep {
+func (ls *lister) streamingFailed(ctx context.Context, l *listing, err error) listStep {
 	if ctx.Err() != nil {
 		return listEnded
 	}
@@ -123,32 +122,32 @@ func (lw *listWatch) streamingFailed(ctx context.Context, l *listing, err error)
 	f.Streaming = true
 	switch {
 	case errors.Is(err, errAnsweredJSON):
-		lw.answeredJSON(err)
+		ls.c.answeredJSON(err)
 		return listAgain
 	case errors.Is(err, errNoInitialEventsEnd):
 		f.Reason = failure.InitialEventsEndMissing
-		lw.retry.Report(ctx, f, err, 0)
-		lw.state.refuse(lw.opts.streaming, err)
+		ls.c.retry.Report(ctx, f, err, 0)
+		ls.refusals.refuse(ls.streaming, err)
 		return listPaged
 	case refusesStreaming(err):
-		lw.state.refuse(lw.opts.streaming, err)
+		ls.refusals.refuse(ls.streaming, err)
 		return listPaged
-	case errors.Is(err, reflector.ErrStalled):
+	case errors.Is(err, ErrStalled):
 		// Nothing came, not even the end of the initial events: list with
 		// LIST this time rather than wait another idle period.
-		lw.retry.Report(ctx, f, err, 0)
+		ls.c.retry.Report(ctx, f, err, 0)
 		return listPaged
 	case isExpired(err) && l.rv != "":
-		lw.retry.Report(ctx, f, err, 0)
+		ls.c.retry.Report(ctx, f, err, 0)
 		l.rv = ""
 		return listAgain
 	}
 	if l.streamFailures++; l.streamFailures >= maxStreamFailures {
-		lw.retry.Report(ctx, f, err, 0)
+		ls.c.retry.Report(ctx, f, err, 0)
 		l.pagedWhy = fmt.Sprintf("%d streaming lists failed in a row; listing with LIST this time", l.streamFailures)
 		return listPaged
 	}
-	if !lw.retry.Failed(ctx, f, err, nil) {
+	if !ls.c.retry.Failed(ctx, f, err, nil) {
 		return listEnded
 	}
 	return listAgain
@@ -156,20 +155,20 @@ func (lw *listWatch) streamingFailed(ctx context.Context, l *listing, err error)
 
 // pagedFailed reports a failed paged LIST and waits out the backoff (probed,
 // see probeList) where one is due; false means ctx ended.
-func (lw *listWatch) pagedFailed(ctx context.Context, l *listing, err error) bool {
+func (ls *lister) pagedFailed(ctx context.Context, l *listing, err error) bool {
 	if ctx.Err() != nil {
 		return false
 	}
 	switch {
 	case errors.Is(err, errAnsweredJSON):
-		lw.answeredJSON(err)
+		ls.c.answeredJSON(err)
 		return true
 	case isExpired(err) && l.rv != "":
-		lw.retry.Report(ctx, l.failure, err, 0)
+		ls.c.retry.Report(ctx, l.failure, err, 0)
 		l.rv = ""
 		return true
 	}
-	return lw.retry.Failed(ctx, l.failure, err, lw.probeList)
+	return ls.c.retry.Failed(ctx, l.failure, err, ls.probeList)
 }
 
 // maxStreamFailures is how many streaming lists in a row may fail before a
@@ -178,51 +177,9 @@ const maxStreamFailures = 2
 
 // probeList asks whether lists work again with a list of one object, decoded
 // by the client: a fraction of the cost of the list that failed.
-func (lw *listWatch) probeList(ctx context.Context) error {
+func (ls *lister) probeList(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	_, err := lw.src.list(ctx, lw.opts.listOptions(metav1.ListOptions{Limit: 1}))
+	_, err := ls.c.src.List(ctx, ls.c.scope(metav1.ListOptions{Limit: 1}))
 	return err
-}
-
-// listed records a successful list.
-func (lw *listWatch) listed(res listResult, path ListPath, reason string) listResult {
-	lw.retry.Listed(path, reason, len(res.items), res.reused)
-	lw.mu.Lock()
-	lw.lastCount = len(res.items)
-	lw.mu.Unlock()
-	return res
-}
-
-// objectList is the list handed to the reflector: its items are the objects to
-// store, by reference, so that nothing is copied on the way.
-type objectList struct {
-	metav1.TypeMeta
-	metav1.ListMeta
-	Items []runtime.Object
-}
-
-// DeepCopyObject copies the list, not its objects: cached objects are read-only.
-func (l *objectList) DeepCopyObject() runtime.Object {
-	c := *l
-	c.Items = append([]runtime.Object(nil), l.Items...)
-	return &c
-}
-
-// pagedReason says why the informer listed with a paged LIST.
-func (lw *listWatch) pagedReason() string {
-	if lw.streamingWhy != "" {
-		return lw.streamingWhy
-	}
-	return lw.state.pagedReason(lw.streaming)
-}
-
-func (lw *listWatch) useStreaming() bool {
-	switch lw.streaming {
-	case StreamingOff:
-		return false
-	case StreamingAuto:
-		return !lw.state.refused()
-	}
-	return true
 }

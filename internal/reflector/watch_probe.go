@@ -1,9 +1,8 @@
-package leanstore
+package reflector
 
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,14 +14,14 @@ import (
 // count as working: a server that expires a watch does so in its first frame.
 const probeSettle = 500 * time.Millisecond
 
-// watchProbe is the probe (see reflector.RetryState.WaitOrHealed) of an informer whose watch from
+// watchProbe is the probe (see RetryState.WaitOrHealed) of an informer whose watch from
 // a resourceVersion failed to start, broke, or expired at its start: it opens
 // the same watch and calls it working when its first frame is a good event,
 // or when nothing breaks it for probeSettle. The working watch is kept, and
 // the caller takes it as its watch instead of stopping it and opening the same
 // watch again.
 type watchProbe struct {
-	lw   *listWatch
+	c    *conn
 	opts metav1.ListOptions
 	got  *probedWatch
 }
@@ -39,16 +38,16 @@ type probedWatch struct {
 
 // newWatchProbe probes watches from opts.ResourceVersion, opts being the
 // reflector's watch options.
-func (lw *listWatch) newWatchProbe(opts metav1.ListOptions) *watchProbe {
-	return &watchProbe{lw: lw, opts: opts}
+func newWatchProbe(c *conn, opts metav1.ListOptions) *watchProbe {
+	return &watchProbe{c: c, opts: opts}
 }
 
 // probe opens the watch and waits for its first frame. A failure is returned
 // and the probe's watch stopped; a working watch is kept for take.
 func (p *watchProbe) probe(ctx context.Context) error {
 	p.discard()
-	b := &probeBreaks{report: p.lw.watchStreamBroke(ctx)}
-	w, d, err := p.lw.openWatch(ctx, p.lw.opts.listOptions(p.opts), b.broke)
+	b := &probeBreaks{report: p.c.watchStreamBroke(ctx)}
+	w, d, err := p.c.openWatch(ctx, p.opts, b.broke)
 	if err != nil {
 		return err
 	}
@@ -98,45 +97,5 @@ func settle(ctx context.Context, w watch.Interface, broke func() error) (*watch.
 		return nil, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
-	}
-}
-
-// probeBreaks is the broken-stream callback of a probe watch: while the
-// watch is a probe, a break is only the probe's failure (it neither reaches
-// the tracker twice nor marks the informer's watch broken), except for a JSON
-// answer, which switches the informer to JSON at once (see answeredJSON);
-// once the watch is adopted, breaks are reported as any watch's are.
-type probeBreaks struct {
-	mu      sync.Mutex
-	adopted bool
-	last    error
-	report  func(error)
-}
-
-func (b *probeBreaks) broke(err error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.adopted || errors.Is(err, errAnsweredJSON) {
-		b.report(err)
-	}
-	if !b.adopted {
-		b.last = err
-	}
-}
-
-func (b *probeBreaks) err() error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.last
-}
-
-// adopt makes the probe watch the informer's; a break that came after its
-// first event, while it was still a probe, is reported now.
-func (b *probeBreaks) adopt() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.adopted = true
-	if b.last != nil && !errors.Is(b.last, errAnsweredJSON) {
-		b.report(b.last)
 	}
 }

@@ -1,4 +1,4 @@
-package leanstore
+package reflector
 
 import (
 	"time"

@@ -1,4 +1,4 @@
-package leanstore
+package reflector
 
 import (
 	"context"
@@ -9,13 +9,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/cachetune/cachetune/internal/reflector"
 	"github.com/cachetune/cachetune/pkg/failure"
 )
 
 // relist lists again after the server said the watch's resourceVersion is gone,
 // hands the reflector the differences from what it has been handed (see
-// reflector.Handed.Diff) and a bookmark at the list's resourceVersion, and goes on watching
+// Handed.Diff) and a bookmark at the list's resourceVersion, and goes on watching
 // from there. False means the watch ends: it was stopped, or the new watch
 // could not be opened (the reflector then watches again from the bookmark,
 // through WatchWithContext's retries).
@@ -26,55 +25,52 @@ import (
 // deletion it was never told about.
 func (w *leanWatch) relist(ctx context.Context) bool {
 	w.inner.Stop()
-	res, err := w.lw.list(withReuse(ctx), "")
+	res, err := w.list(withReuse(ctx), "")
 	if err != nil {
 		return false // ctx ended: list retries every other failure
 	}
-	diff := w.lw.handed.Diff(res.items, res.rv)
+	diff := w.c.handed.Diff(res.items, res.rv)
 	for _, evs := range [][]watch.Event{diff.Changed, diff.Deleted} {
 		for i, ev := range evs {
 			if !w.send(ctx, ev) {
 				for _, unsent := range evs[i:] {
-					w.lw.handed.LastStored(unsent.Object) // placeholders never handed (see recordGoneAt)
+					w.c.handed.LastStored(unsent.Object) // placeholders never handed (see recordGoneAt)
 				}
-				w.lw.mu.Lock()
-				w.lw.diffCut = true
-				w.lw.mu.Unlock()
-				w.lw.dropPending()
+				w.next.cut()
 				return false
 			}
 		}
 	}
-	if bm, ok := w.lw.bookmark(res.rv, res.items); ok && !w.send(ctx, watch.Event{Type: watch.Bookmark, Object: bm}) {
-		w.lw.dropPending()
+	if bm, ok := bookmark(w.example, res.rv, res.items); ok && !w.send(ctx, watch.Event{Type: watch.Bookmark, Object: bm}) {
+		w.next.drop()
 		return false
 	}
-	w.lw.shard.took() // the reflector has this shard's objects of the list's ring (WithShard)
-	if p := w.lw.takePending(res.rv); p != nil {
+	w.c.shard.Took() // the reflector has this shard's objects of the list's ring (WithShard)
+	if p := w.next.take(res.rv); p != nil {
 		w.inner, w.final = p.w, p.final
 	} else {
 		opts := w.opts
 		opts.ResourceVersion = res.rv
-		inner, d, err := w.lw.openWatch(ctx, w.lw.opts.listOptions(opts), w.lw.watchStreamBroke(ctx))
+		inner, d, err := w.c.openWatch(ctx, opts, w.c.watchStreamBroke(ctx))
 		if err != nil {
 			if ctx.Err() == nil {
-				w.lw.retry.WatchBroken.Store(true)
-				w.lw.retry.Report(ctx, failedAttempt{Reason: failure.WatchStartFailed}, err, 0)
+				w.c.retry.WatchBroken.Store(true)
+				w.c.retry.Report(ctx, FailedAttempt{Reason: failure.WatchStartFailed}, err, 0)
 			}
 			return false
 		}
 		w.inner, w.final = inner, d != nil
 	}
-	w.lw.tracker.watchStarted()
+	w.c.report.WatchStarted()
 	return true
 }
 
 // bookmark returns a bookmark object at rv, of the type of the listed objects (or
 // the informer's example), which the reflector accepts in a watch.
-func (lw *listWatch) bookmark(rv string, items []runtime.Object) (runtime.Object, bool) {
-	like := lw.example
+func bookmark(example runtime.Object, rv string, items []runtime.Object) (runtime.Object, bool) {
+	like := example
 	if len(items) > 0 {
-		if _, isRecord := items[0].(*reflector.Record); !isRecord {
+		if _, isRecord := items[0].(*Record); !isRecord {
 			like = items[0]
 		}
 	}

@@ -2,47 +2,12 @@ package leanstore
 
 import (
 	"fmt"
-	"sync"
 
 	clientfeatures "k8s.io/client-go/features"
 	"k8s.io/client-go/util/watchlist"
+
+	"github.com/cachetune/cachetune/internal/reflector"
 )
-
-// factoryState is what a factory's informers learn about the server together:
-// whether it refuses streaming lists.
-type factoryState struct {
-	mu            sync.Mutex
-	refusedReason string
-}
-
-// refuse records that the server refused a streaming list. With StreamingAuto the
-// factory stops asking; with StreamingOn it asks again at every list.
-func (s *factoryState) refuse(mode StreamingMode, err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if mode == StreamingAuto {
-		s.refusedReason = "the server refused streaming lists (" + err.Error() + "); listing with LIST from now on"
-	} else {
-		s.refusedReason = "the server refused this streaming list (" + err.Error() + ")"
-	}
-}
-
-func (s *factoryState) refused() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.refusedReason != ""
-}
-
-func (s *factoryState) streamingReason() string { return "streaming list served by the server" }
-
-func (s *factoryState) pagedReason(mode StreamingMode) string {
-	if mode == StreamingOff {
-		return "streaming lists are off (WithStreamingLists(StreamingOff))"
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.refusedReason
-}
 
 // effectiveStreaming is the streaming mode of an informer that lists through
 // client, and why when it is not the one asked for: StreamingAuto follows client-go's WatchListClient
@@ -62,4 +27,15 @@ func effectiveStreaming(m StreamingMode, client any) (StreamingMode, string) {
 		return StreamingOff, "client-go's WatchListClient feature gate is off (KUBE_FEATURE_WatchListClient=false, or client-go's features package)"
 	}
 	return m, ""
+}
+
+// loopStreaming is m as the list/watch loop (internal/reflector) reads it.
+func loopStreaming(m StreamingMode) reflector.StreamingMode {
+	switch m {
+	case StreamingOn:
+		return reflector.StreamingOn
+	case StreamingOff:
+		return reflector.StreamingOff
+	}
+	return reflector.StreamingAuto
 }

@@ -1,4 +1,4 @@
-package leanstore
+package reflector
 
 import (
 	"bytes"
@@ -9,31 +9,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
 
-	"github.com/cachetune/cachetune/internal/reflector"
 	"github.com/cachetune/cachetune/internal/shrink"
 	"github.com/cachetune/cachetune/internal/wire"
 )
-
-var podsGR = schema.GroupResource{Resource: "pods"}
-
-func testPod(name, rv string) *corev1.Pod {
-	return &corev1.Pod{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name: name, Namespace: "ns", UID: types.UID("uid-" + name), ResourceVersion: rv,
-			Labels:      map[string]string{"app": "shop"},
-			Annotations: map[string]string{LastAppliedAnnotation: `{"big":"json"}`, "keep": "me", "tool.example.com/x": "y"},
-			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "a", Operation: metav1.ManagedFieldsOperationApply,
-				FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{}}`)}},
-		},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "img:1"}}},
-	}
-}
 
 func encodePod(t *testing.T, p *corev1.Pod) []byte {
 	t.Helper()
@@ -46,11 +27,11 @@ func encodePod(t *testing.T, p *corev1.Pod) []byte {
 
 func newPod() runtime.Object { return &corev1.Pod{} }
 
-// The decoder with leanstore's caller drops from the bytes what the pipeline
+// The decoder with the loop's caller drops from the bytes what the pipeline
 // drops from a decoded object, and finishes with the pipeline: the object is the
 // one the transform makes.
 func TestWireDecoderStripsLikeTheTransform(t *testing.T) {
-	s := shrink.NewPipeline(shrink.Config{ManagedFields: true, Annotations: map[string]bool{LastAppliedAnnotation: true}, AnnotationPrefixes: []string{"tool.example.com/"}})
+	s := shrink.NewPipeline(shrink.Config{ManagedFields: true, Annotations: map[string]bool{"kubectl.kubernetes.io/last-applied-configuration": true}, AnnotationPrefixes: []string{"tool.example.com/"}})
 	d := newWireDecoder(newPod, podsGR, nil, s, nil)
 	_, msg, err := wire.Unwrap(encodePod(t, testPod("a", "7")))
 	if err != nil {
@@ -70,10 +51,10 @@ func TestWireDecoderStripsLikeTheTransform(t *testing.T) {
 	}
 }
 
-// The decoder with leanstore's caller returns the handed object (the handed set's)
+// The decoder with the loop's caller returns the handed object (the handed set's)
 // when its uid and resourceVersion are the ones on the wire.
 func TestWireDecoderReusesUnchangedObjects(t *testing.T) {
-	v := reflector.NewHanded()
+	v := NewHanded()
 	cached := testPod("a", "7")
 	v.Replace([]runtime.Object{cached})
 	d := newWireDecoder(newPod, podsGR, v, shrink.NewPipeline(shrink.Config{ManagedFields: true}), nil)

@@ -1,4 +1,4 @@
-package leanstore
+package reflector
 
 import (
 	"fmt"
@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/cachetune/cachetune/internal/reflector"
 	"github.com/cachetune/cachetune/internal/shrink"
 	"github.com/cachetune/cachetune/internal/wire"
 )
@@ -16,30 +15,34 @@ import (
 // errAnsweredJSON is a server answering JSON to a request for protobuf.
 var errAnsweredJSON = wire.ErrAnsweredJSON
 
-// wireCaller is what the lean protobuf decoder (internal/wire) asks of a
-// listWatch: its shard, its handed objects and its shrink pipeline.
+// wireCaller is what the lean protobuf decoder (internal/wire) asks of an
+// informer's lists and watches: its shard, its handed objects and its shrink
+// pipeline.
 type wireCaller struct {
 	// handed holds the objects handed to the reflector, where unchanged ones
 	// are found; nil decodes every object.
-	handed *reflector.Handed
+	handed *Handed
 	strip  *shrink.Pipeline
 	// shard drops objects of other shards right after the decoder peeks at
-	// them (WithShard); nil keeps every object.
-	shard *shardFilter
+	// them (WithShard).
+	shard Shard
 	gr    schema.GroupResource
 }
 
 // newWireDecoder returns a lean protobuf decoder of gr's objects that finds
 // unchanged ones in v, strips with s and keeps f's shard.
-func newWireDecoder(newObject func() runtime.Object, gr schema.GroupResource, v *reflector.Handed, s *shrink.Pipeline, f *shardFilter) *wire.Decoder {
+func newWireDecoder(newObject func() runtime.Object, gr schema.GroupResource, v *Handed, s *shrink.Pipeline, f Shard) *wire.Decoder {
+	if f == nil {
+		f = everyShard{}
+	}
 	strip := wire.Strip{ManagedFields: s.ManagedFields, Annotations: s.Annotations, AnnotationPrefixes: s.AnnotationPrefixes}
 	return wire.NewDecoder(newObject, gr, strip, &wireCaller{handed: v, strip: s, shard: f, gr: gr})
 }
 
 // Skip drops an object of another shard from its namespace and name alone
-// (shard.go), before anything of it is decoded.
+// (Shard.OwnsBytes), before anything of it is decoded.
 func (c *wireCaller) Skip(namespace, name []byte) bool {
-	return !c.shard.ownsBytes(namespace, name)
+	return !c.shard.OwnsBytes(namespace, name)
 }
 
 // Cached returns the handed object with id's uid and resourceVersion, if any.
@@ -77,10 +80,10 @@ func (c *wireCaller) Finish(obj runtime.Object) (runtime.Object, error) {
 
 // decodeList decodes one protobuf list page with d into a listResult, counting
 // the items of other shards in f and pacing the collector as items arrive.
-func decodeList(d *wire.Decoder, body io.Reader, f *shardFilter, pace *reflector.Pacer) (res listResult, cont string, err error) {
+func decodeList(d *wire.Decoder, body io.Reader, f Shard, pace *Pacer) (res listResult, cont string, err error) {
 	res.rv, cont, err = d.List(body, func(obj runtime.Object, reused bool) {
 		if obj == nil { // another shard's (WithShard)
-			f.skippedListed.Add(1)
+			f.SkippedListed()
 			return
 		}
 		res.items = append(res.items, obj)

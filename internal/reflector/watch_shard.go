@@ -1,4 +1,4 @@
-package leanstore
+package reflector
 
 import (
 	"context"
@@ -28,7 +28,7 @@ var skippedBookmarkEvery = time.Second
 // filter turns an event of another shard into a skipped one. Events from the
 // lean decoder come filtered already; this filters those the client decoded.
 func (w *leanWatch) filter(ev watch.Event) watch.Event {
-	if w.final || w.lw.shard == nil || !isObjectEvent(ev.Type) || w.lw.shard.owns(ev.Object) {
+	if w.final || !isObjectEvent(ev.Type) || w.c.shard.Owns(ev.Object) {
 		return ev
 	}
 	rv := ""
@@ -41,7 +41,7 @@ func (w *leanWatch) filter(ev watch.Event) watch.Event {
 // skipped records a dropped event and sends the bookmark that covers it when
 // one is due; false means the watch was stopped.
 func (w *leanWatch) skipped(ctx context.Context, ev watch.Event) bool {
-	w.lw.shard.skippedEvents.Add(1)
+	w.c.shard.SkippedEvent()
 	so, _ := ev.Object.(*skippedObject)
 	if so == nil || so.rv == "" {
 		return true
@@ -74,7 +74,7 @@ func (w *leanWatch) flushSkipped(ctx context.Context) bool {
 	if s.pending == "" {
 		return true
 	}
-	bm, ok := w.lw.bookmark(s.pending, nil)
+	bm, ok := bookmark(w.example, s.pending, nil)
 	if !ok {
 		s.pending = ""
 		return true
@@ -89,13 +89,10 @@ func (w *leanWatch) flushSkipped(ctx context.Context) bool {
 // change that moves nothing to or from this replica needs no list. False
 // means the watch ends (see relist).
 func (w *leanWatch) rebalance(ctx context.Context) bool {
-	f := w.lw.shard
-	st := f.m.Current()
-	if !f.moved(st) {
-		f.advance(st)
+	moved, ring := w.c.shard.Moved()
+	if !moved {
 		return true
 	}
-	w.lw.tracker.logger.Info("shard ring changed: listing again inside the watch", "self", f.m.Self(),
-		"members", st.Members(), "generation", st.Generation())
+	w.c.log.Info("shard ring changed: listing again inside the watch", ring...)
 	return w.relist(ctx)
 }
