@@ -8,6 +8,6 @@
 // Source (RawSource for the lean protobuf decoder), keeps one replica's objects
 // through a Shard, learns with the other informers of its factory whether the
 // server refuses streaming lists (StreamingState), and reports through
-// interfaces (Reporter, PaceReporter) that leanstore's tracker implements;
+// interfaces (Reporter, PaceReporter) that leanstore's status reporter implements;
 // nothing here imports pkg/leanstore.
 package reflector

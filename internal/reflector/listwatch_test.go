@@ -52,7 +52,7 @@ func (s *fakeSource) requests() (lists, watches []metav1.ListOptions) {
 	return append([]metav1.ListOptions(nil), s.lists...), append([]metav1.ListOptions(nil), s.watched...)
 }
 
-// loopReporter records what the loop reports, as leanstore's tracker does.
+// loopReporter records what the loop reports, as leanstore's status reporter does.
 type loopReporter struct {
 	testReporter
 	mu       sync.Mutex

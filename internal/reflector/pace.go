@@ -109,7 +109,7 @@ func (p *Pacer) Relisting(relist bool) *Pacer {
 	return p
 }
 
-// PaceReporter is told what a pacer does: leanstore's tracker, which shows it
+// PaceReporter is told what a pacer does: leanstore's status reporter, which shows it
 // in the informer's Status and metrics.
 type PaceReporter interface {
 	// HeapBound records whether the heap bound applies to the informer's
@@ -119,7 +119,7 @@ type PaceReporter interface {
 	ForcedGC()
 }
 
-// ReportTo makes p report to tr, the tracker of the informer that lists: the
+// ReportTo makes p report to tr, the status reporter of the informer that lists: the
 // collections it forces (Status.ForcedGCs and the forced_gcs_total counter) and
 // why the bound does not apply (Status.HeapBoundOff). It returns p.
 func (p *Pacer) ReportTo(tr PaceReporter) *Pacer {

@@ -13,7 +13,7 @@ import (
 	"testing"
 )
 
-// testReporter records what a pacer reports, as leanstore's tracker does in
+// testReporter records what a pacer reports, as leanstore's status reporter does in
 // Status.ForcedGCs and Status.HeapBoundOff.
 type testReporter struct {
 	mu           sync.Mutex

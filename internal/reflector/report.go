@@ -9,7 +9,7 @@ import (
 )
 
 // Reporter is told every failure and every success of an informer's lists and
-// watches: leanstore's tracker, which logs them, counts them in metrics and
+// watches: leanstore's status reporter, which logs them, counts them in metrics and
 // Status, and calls the informer's watch-error handlers. It is told what each
 // list's pacer does too (PaceReporter).
 type Reporter interface {
@@ -44,7 +44,7 @@ func IsReported(err error) bool {
 type ListPath string
 
 // FailedAttempt is one failed list or watch attempt of an informer: what the
-// tracker records, logs and counts. Handlers get its Err, a *failure.Error.
+// statusReporter records, logs and counts. Handlers get its Err, a *failure.Error.
 type FailedAttempt struct {
 	Informer string
 	Resource string

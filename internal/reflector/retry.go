@@ -22,7 +22,7 @@ func StalledFor(idle time.Duration) error {
 // RetryState is the state that one informer's lists and watches share: the
 // backoff of failed requests, what the last watches did, and whether the
 // informer has listed. Lists and watches report through it, so that every
-// failure reaches the Reporter, leanstore's tracker (logs, metrics, Status, the informer's
+// failure reaches the Reporter, leanstore's status reporter (logs, metrics, Status, the informer's
 // watch-error handlers) the same way, whichever stage it happened in.
 type RetryState struct {
 	reporter Reporter

@@ -7,7 +7,7 @@ import (
 
 // probeBreaks is the broken-stream callback of a probe watch: while the
 // watch is a probe, a break is only the probe's failure (it neither reaches
-// the tracker twice nor marks the informer's watch broken), except for a JSON
+// the status reporter twice nor marks the informer's watch broken), except for a JSON
 // answer, which switches the informer to JSON at once (see conn.answeredJSON);
 // once the watch is adopted, breaks are reported as any watch's are.
 type probeBreaks struct {

@@ -59,7 +59,7 @@ func (i *Informer) CheckMutations() error {
 	for _, e := range all {
 		e.Informer = i.name
 	}
-	i.tracker.mutated(fresh)
+	i.reporter.mutated(fresh)
 	return shrink.JoinMutations(all)
 }
 
@@ -88,7 +88,7 @@ func (i *Informer) runGuard(ctx context.Context) (wait func()) {
 }
 
 // mutated records and reports mutations found for the first time.
-func (t *tracker) mutated(fresh []*MutationError) {
+func (t *statusReporter) mutated(fresh []*MutationError) {
 	if len(fresh) == 0 {
 		return
 	}

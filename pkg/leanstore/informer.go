@@ -37,8 +37,8 @@ type Informer struct {
 	handed *reflector.Handed
 	// strip is the informer's shrink pipeline, with the canonical values of
 	// its objects; SetTransform adds the caller's transform to it.
-	strip   *shrink.Pipeline
-	tracker *tracker
+	strip    *shrink.Pipeline
+	reporter *statusReporter
 	// invalid is the factory's first invalid option: such an informer never
 	// runs, so that it cannot sync with settings it was not given.
 	invalid error
@@ -79,7 +79,7 @@ func newInformer(cfg informerConfig, o *options, state *reflector.StreamingState
 		sc.Intern, sc.Share = false, false
 	}
 	strip := shrink.NewPipeline(sc) // the informer's own: SetTransform changes only this informer
-	tr := newTracker(cfg.name, cfg.gr().String(), cfg.wire, o.logger, m)
+	tr := newStatusReporter(cfg.name, cfg.gr().String(), cfg.wire, o.logger, m)
 	handed := reflector.NewHanded()
 	lc := reflector.Config{
 		Resource: cfg.gr, Example: cfg.example, Source: cfg.src, ListOptions: o.listOptions,
@@ -115,7 +115,7 @@ func newInformer(cfg informerConfig, o *options, state *reflector.StreamingState
 	}
 	tr.reflector = standInReflector(lw, cfg.example, cfg.name)
 	inf := &Informer{SharedIndexInformer: inner, name: cfg.name, resource: cfg.gr(), lw: lw, shard: shard, handed: handed,
-		strip: strip, tracker: tr, invalid: invalid}
+		strip: strip, reporter: tr, invalid: invalid}
 	if handed.Compact {
 		handed.Placeholder = func(r *reflector.Record) runtime.Object { return placeholder(r, cfg.example) }
 	}
@@ -158,11 +158,11 @@ func wrapClientGo(inner cache.SharedIndexInformer, example runtime.Object, name 
 	}
 	strip := shrink.NewPipeline(o.strip) // the informer's own: SetTransform changes only this informer
 	_ = inner.SetTransform(func(obj any) (any, error) { return strip.Apply(obj, gr) })
-	tr := newTracker(name, gr.String(), "client-go", o.logger, m)
+	tr := newStatusReporter(name, gr.String(), "client-go", o.logger, m)
 	tr.st.ListPath = ListPathClientGo
 	tr.st.ListPathReason = why
 	tr.reflector = standInReflector(&cache.ListWatch{}, example, name)
-	inf := &Informer{SharedIndexInformer: inner, name: name, resource: gr, strip: strip, tracker: tr, invalid: o.err}
+	inf := &Informer{SharedIndexInformer: inner, name: name, resource: gr, strip: strip, reporter: tr, invalid: o.err}
 	_ = inner.SetWatchErrorHandlerWithContext(inf.reflectorError)
 	return inf
 }
@@ -173,7 +173,7 @@ func (i *Informer) reflectorError(ctx context.Context, r *cache.Reflector, err e
 	if err == nil || isReported(err) || errors.Is(err, context.Canceled) {
 		return
 	}
-	i.tracker.failFrom(ctx, failedAttempt{Reason: failure.WatchFailed, Err: err}, r)
+	i.reporter.failFrom(ctx, failedAttempt{Reason: failure.WatchFailed, Err: err}, r)
 }
 
 // Name is the informer's name in logs, metrics and profiles: factory/resource.
@@ -184,7 +184,7 @@ func (i *Informer) Resource() schema.GroupResource { return i.resource }
 
 // Status reports the informer's list path, last list and failures.
 func (i *Informer) Status() Status {
-	s := i.tracker.status()
+	s := i.reporter.status()
 	s.Synced = i.HasSynced()
 	if i.invalid != nil {
 		s.LastError = i.invalid.Error()
@@ -209,7 +209,7 @@ func (i *Informer) RunWithContext(ctx context.Context) {
 	i.started = true
 	i.mu.Unlock()
 	if i.invalid != nil {
-		i.tracker.logger.Error(i.invalid, "informer not started: invalid option", "informer", i.name)
+		i.reporter.logger.Error(i.invalid, "informer not started: invalid option", "informer", i.name)
 		<-ctx.Done()
 		return
 	}
@@ -248,7 +248,7 @@ func (i *Informer) SetWatchErrorHandlerWithContext(handler cache.WatchErrorHandl
 	if i.started {
 		return errors.New("leanstore: informer has already started")
 	}
-	i.tracker.addHandler(handler)
+	i.reporter.addHandler(handler)
 	return nil
 }
 

@@ -29,7 +29,7 @@ const (
 )
 
 // failedAttempt is one failed list or watch attempt of an informer
-// (reflector.FailedAttempt): what the tracker records, logs and counts.
+// (reflector.FailedAttempt): what the status reporter records, logs and counts.
 type failedAttempt = reflector.FailedAttempt
 
 // Status is the state of one informer's list-and-watch path.
@@ -77,9 +77,9 @@ type Status struct {
 // Degraded reports whether the informer has failed at least n times in a row.
 func (s Status) Degraded(n int) bool { return n > 0 && s.ConsecutiveFailures >= n }
 
-// tracker records an informer's status and reports its failures: structured logs,
+// statusReporter records an informer's status and reports its failures: structured logs,
 // metrics, and the watch-error handlers registered on the informer.
-type tracker struct {
+type statusReporter struct {
 	informer, resource string
 	logger             logr.Logger
 	metrics            *metrics
@@ -93,8 +93,8 @@ type tracker struct {
 	reflector *cache.Reflector
 }
 
-func newTracker(informer, resource, wire string, logger logr.Logger, m *metrics) *tracker {
-	return &tracker{
+func newStatusReporter(informer, resource, wire string, logger logr.Logger, m *metrics) *statusReporter {
+	return &statusReporter{
 		informer: informer, resource: resource,
 		logger:  logger.WithValues("informer", informer, "resource", resource),
 		metrics: m,
@@ -102,7 +102,7 @@ func newTracker(informer, resource, wire string, logger logr.Logger, m *metrics)
 	}
 }
 
-func (t *tracker) status() Status {
+func (t *statusReporter) status() Status {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := t.st
@@ -113,18 +113,18 @@ func (t *tracker) status() Status {
 	return s
 }
 
-func (t *tracker) addHandler(h cache.WatchErrorHandlerWithContext) {
+func (t *statusReporter) addHandler(h cache.WatchErrorHandlerWithContext) {
 	t.mu.Lock()
 	t.handlers = append(t.handlers, h)
 	t.mu.Unlock()
 }
 
 // Fail records and reports a failure of stage reason.
-func (t *tracker) Fail(ctx context.Context, f failedAttempt) { t.failFrom(ctx, f, nil) }
+func (t *statusReporter) Fail(ctx context.Context, f failedAttempt) { t.failFrom(ctx, f, nil) }
 
 // failFrom is fail for a failure the reflector r reported itself; nil means
 // leanstore found it.
-func (t *tracker) failFrom(ctx context.Context, f failedAttempt, r *cache.Reflector) {
+func (t *statusReporter) failFrom(ctx context.Context, f failedAttempt, r *cache.Reflector) {
 	now := time.Now()
 	var fe *failure.Error
 	if !errors.As(f.Err, &fe) || fe.Reason != f.Reason {
@@ -166,7 +166,7 @@ func (t *tracker) failFrom(ctx context.Context, f failedAttempt, r *cache.Reflec
 }
 
 // OK records a success: the informer is healthy again.
-func (t *tracker) OK() {
+func (t *statusReporter) OK() {
 	t.mu.Lock()
 	if t.st.ConsecutiveFailures > 0 {
 		t.logger.Info("list/watch recovered", "after", t.st.ConsecutiveFailures, "failingFor", time.Since(t.st.FailingSince).Round(time.Millisecond).String())
@@ -176,7 +176,7 @@ func (t *tracker) OK() {
 	t.mu.Unlock()
 }
 
-func (t *tracker) Listed(path ListPath, reason string, count, reused int) {
+func (t *statusReporter) Listed(path ListPath, reason string, count, reused int) {
 	t.mu.Lock()
 	t.st.ListPath = path
 	t.st.ListPathReason = reason
@@ -189,38 +189,38 @@ func (t *tracker) Listed(path ListPath, reason string, count, reused int) {
 }
 
 // WireChanged records the encoding the informer now reads.
-func (t *tracker) WireChanged(wire string) {
+func (t *statusReporter) WireChanged(wire string) {
 	t.mu.Lock()
 	t.st.Wire = wire
 	t.mu.Unlock()
 }
 
 // WatchStarted counts a watch that started.
-func (t *tracker) WatchStarted() {
+func (t *statusReporter) WatchStarted() {
 	t.mu.Lock()
 	t.st.WatchesStarted++
 	t.mu.Unlock()
 }
 
-// isReported reports whether the tracker has been told err already (see
+// isReported reports whether the status reporter has been told err already (see
 // reflector.ReportedError).
 func isReported(err error) bool { return reflector.IsReported(err) }
 
-// The tracker is told what the list/watch loop and each list's pacer do.
+// The status reporter is told what the list/watch loop and each list's pacer do.
 var (
-	_ reflector.Reporter     = (*tracker)(nil)
-	_ reflector.PaceReporter = (*tracker)(nil)
+	_ reflector.Reporter     = (*statusReporter)(nil)
+	_ reflector.PaceReporter = (*statusReporter)(nil)
 )
 
 // HeapBound records whether the heap bound applies to the informer's lists.
-func (t *tracker) HeapBound(off string) {
+func (t *statusReporter) HeapBound(off string) {
 	t.mu.Lock()
 	t.st.HeapBoundOff = off
 	t.mu.Unlock()
 }
 
 // ForcedGC counts a collection the heap bound ran.
-func (t *tracker) ForcedGC() {
+func (t *statusReporter) ForcedGC() {
 	t.mu.Lock()
 	t.st.ForcedGCs++
 	t.mu.Unlock()
