@@ -98,7 +98,8 @@ type Result struct {
 	// object, which leanstore sends about once a second while it backs off.
 	Probes int
 	// RecoveryRequests is the number of the informer's requests from the
-	// lift of the fault to convergence (or to giving up on it), and
+	// lift of the fault to convergence and the informer's reported recovery
+	// (or to giving up on either), and
 	// MaxPerSecondThrough the worst wall-clock second from the fault's start
 	// to then: the rate the informer held through the whole episode, its
 	// recovery included.
@@ -244,6 +245,12 @@ func Run(ctx context.Context, cfg *rest.Config, namespace string, newInformer Ne
 	if err := converge(ctx, mc, o, namespace, inf, &res); err != nil {
 		return res, err
 	}
+	if res.Converged {
+		within := o.ConvergeWithin - time.Duration(res.ConvergeSeconds*float64(time.Second))
+		if err := awaitRecovery(ctx, inf, within); err != nil {
+			return res, err
+		}
+	}
 	through := p.Counts()
 	res.RecoveryRequests, res.MaxPerSecondThrough = through.Requests-res.Requests, through.MaxPerSecond()
 	// Errors from here on come from stopping the informer, not the fault.
@@ -344,6 +351,29 @@ func converge(ctx context.Context, mc metadata.Interface, o Options, namespace s
 		}
 		if time.Now().After(deadline) {
 			res.Diff = describeDiff(store, server)
+			return nil
+		}
+		if err := backoff.Sleep(ctx, 100*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+// awaitRecovery waits, up to within, until a converged informer reports its
+// recovery (a leanstore informer's ConsecutiveFailures back to 0 and its
+// readiness check passing): the store can hold the server's objects as soon
+// as the fault is lifted, when nothing changed during it, while the attempt
+// that met the fault's last moment is still waiting to be retried. Informers
+// without a Status or a readiness check return at once.
+func awaitRecovery(ctx context.Context, inf cache.SharedIndexInformer, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		if st := status(inf); st == nil || st.ConsecutiveFailures == 0 {
+			if _, problem := readiness(ctx, inf); problem == "" {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
 			return nil
 		}
 		if err := backoff.Sleep(ctx, 100*time.Millisecond); err != nil {
