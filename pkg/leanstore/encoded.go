@@ -13,8 +13,7 @@ import (
 	"github.com/cachetune/cachetune/internal/reflector"
 )
 
-// Compression is how an encoded store (WithEncodedStore) compresses the
-// objects it keeps.
+// Compression is how an encoded store compresses the objects it keeps.
 type Compression int
 
 const (
@@ -41,7 +40,9 @@ func (c Compression) String() string {
 	return fmt.Sprintf("Compression(%d)", int(c))
 }
 
-// EncodedStore configures WithEncodedStore.
+// EncodedStore configures an encoded store, which keeps an informer's objects
+// as their encoded bytes and decodes them on every read; the factory option
+// that takes it says what that changes for the program.
 type EncodedStore struct {
 	// Compression of the kept objects; the zero value is CompressionS2Dict.
 	Compression Compression
@@ -54,66 +55,17 @@ type EncodedStore struct {
 	Resources []schema.GroupResource
 }
 
-// WithEncodedStore keeps the objects of the factory's informers (or of
-// EncodedStore.Resources' only) as their stripped encoded bytes, compressed,
-// and decodes them on every read: protobuf for typed and metadata-only
-// informers, JSON for dynamic ones and for Go types without protobuf (a
-// custom resource's, through NewRESTInformer). It is opt-in.
-//
-// What changes for the program: every read (listers, GetStore, GetIndexer,
-// ByIndex) returns a freshly decoded object that the caller owns and may
-// change, unlike any other informer cache, client-go's included; handlers
-// still receive decoded objects. What it costs: a read decodes (a repeated Get
-// of the same unchanged object is a copy from a bounded hot cache), so a List
-// of the whole cache decodes every object. docs/memory.md ("Choosing the
-// encoded store, sharing or the defaults") gives the measured figures.
-//
-// The informer is client-go's SharedIndexInformer carried over around the
-// encoded store, with the same behaviour (handlers, resync, SetTransform,
-// AddIndexers before start, HasSynced, LastSyncResourceVersion). The record of
-// what the informer has been handed, which re-lists diff against, keeps only
-// each object's key, uid and resourceVersion under it.
-//
-// It excludes WithSharing and WithMutationGuard (whose values it would only
-// encode): given together they are an invalid option. Interning is skipped,
-// for the same reason. Informers that leanstore cannot list itself (a fake clientset, see
-// ListPathClientGo) keep client-go's store.
-func WithEncodedStore(cfg EncodedStore) Option {
-	return func(o *options) { c := cfg; o.encoded = &c }
-}
-
-// encodedFor returns the encoded store's configuration for gr's informer, or
-// nil when its objects are kept decoded.
-func (o *options) encodedFor(gr schema.GroupResource) *EncodedStore {
-	if o.encoded == nil {
-		return nil
+// forResource returns the encoded store's configuration for gr's informer, or
+// nil when its objects are kept decoded (e is nil: the factory has no
+// encoded store).
+func (e *EncodedStore) forResource(gr schema.GroupResource) *EncodedStore {
+	if e == nil || len(e.Resources) == 0 {
+		return e
 	}
-	if len(o.encoded.Resources) == 0 {
-		return o.encoded
-	}
-	for _, r := range o.encoded.Resources {
+	for _, r := range e.Resources {
 		if r == gr {
-			return o.encoded
+			return e
 		}
-	}
-	return nil
-}
-
-// validateEncoded is validate's part for WithEncodedStore.
-func (o *options) validateEncoded() error {
-	if o.encoded == nil {
-		return nil
-	}
-	switch o.encoded.Compression {
-	case CompressionS2Dict, CompressionZstdDict, CompressionNone:
-	default:
-		return fmt.Errorf("leanstore: WithEncodedStore: unknown compression %s", o.encoded.Compression)
-	}
-	if o.strip.Share {
-		return fmt.Errorf("leanstore: WithEncodedStore and WithSharing exclude each other: an encoded store keeps bytes, not shared values")
-	}
-	if o.guardSet && o.strip.Guard {
-		return fmt.Errorf("leanstore: WithEncodedStore and WithMutationGuard exclude each other: an encoded store hands out objects the caller owns, there is nothing shared to guard")
 	}
 	return nil
 }
@@ -128,14 +80,13 @@ func (c Compression) store() encstore.Compression {
 	return encstore.S2Dict
 }
 
-// encodedInformer builds the informer of cfg over an encoded store: package
-// informer's SharedIndexInformer, whose store is an encstore.Store.
-func encodedInformer(lw cache.ListerWatcher, handed *reflector.Handed, cfg informerConfig, enc *EncodedStore) (cache.SharedIndexInformer, error) {
+// encodedInformer builds an informer of example's type over an encoded store:
+// package informer's SharedIndexInformer, whose store is an encstore.Store.
+func encodedInformer(lw cache.ListerWatcher, handed *reflector.Handed, example runtime.Object, opts cache.SharedIndexInformerOptions, enc *EncodedStore) (cache.SharedIndexInformer, error) {
 	var codec encstore.Codec
-	if _, ok := cfg.example.(*unstructured.Unstructured); ok {
+	if _, ok := example.(*unstructured.Unstructured); ok {
 		codec = encstore.UnstructuredJSON()
 	} else {
-		example := cfg.example
 		newObject := func() runtime.Object { return newLike(example) }
 		codec = encstore.Protobuf(newObject)
 		if _, ok := example.(interface{ Unmarshal([]byte) error }); !ok {
@@ -144,12 +95,8 @@ func encodedInformer(lw cache.ListerWatcher, handed *reflector.Handed, cfg infor
 			codec = encstore.TypedJSON(newObject)
 		}
 	}
-	return informer.NewWithStore(lw, cfg.example, informer.Options{
-		SharedIndexInformerOptions: cache.SharedIndexInformerOptions{
-			ResyncPeriod:      cfg.resync,
-			Indexers:          cfg.indexers,
-			ObjectDescription: cfg.name,
-		},
+	return informer.NewWithStore(lw, example, informer.Options{
+		SharedIndexInformerOptions: opts,
 		NewStore: encstore.NewIndexer(encstore.Options{
 			Codec:         codec,
 			Compression:   enc.Compression.store(),
@@ -159,40 +106,8 @@ func encodedInformer(lw cache.ListerWatcher, handed *reflector.Handed, cfg infor
 	})
 }
 
-// encodedStats returns the encoded store's statistics, and false when the
-// informer keeps its objects decoded.
-func (i *Informer) encodedStats() (encstore.Stats, bool) {
-	s, ok := i.GetIndexer().(*encstore.Store)
-	if !ok {
-		return encstore.Stats{}, false
-	}
-	return s.Stats(), true
-}
-
-// EncodedStatus is what an informer's encoded store holds and how its reads
-// were served (Status.Encoded).
-type EncodedStatus struct {
-	Compression string `json:"compression"`
-	Objects     int    `json:"objects"`
-	// KeptBytes is the size of the kept bytes, compressed; DictBytes the
-	// size of the trained dictionary (0 before training, or when training
-	// failed: DictError says why).
-	KeptBytes int64  `json:"keptBytes"`
-	DictBytes int    `json:"dictBytes"`
-	DictError string `json:"dictError,omitempty"`
-	// HotHits and HotMisses count the hot cache's lookups, HotBytes its
-	// estimated heap; Decodes the objects decoded for reads.
-	HotHits   uint64 `json:"hotHits"`
-	HotMisses uint64 `json:"hotMisses"`
-	HotBytes  int64  `json:"hotBytes"`
-	Decodes   uint64 `json:"decodes"`
-}
-
-func (i *Informer) encodedStatus() *EncodedStatus {
-	st, ok := i.encodedStats()
-	if !ok {
-		return nil
-	}
+// encodedStatus is Status.Encoded of an encoded store with statistics st.
+func encodedStatus(st encstore.Stats) *EncodedStatus {
 	return &EncodedStatus{
 		Compression: st.Compression.String(), Objects: st.Objects, KeptBytes: st.KeptBytes,
 		DictBytes: st.DictBytes, DictError: st.DictError,

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/cachetune/cachetune/internal/reflector"
+	"github.com/cachetune/cachetune/internal/status"
 )
 
 // core is what the three factories share: the informers keyed by K (a Go type for
@@ -22,7 +23,7 @@ import (
 type core[K comparable] struct {
 	opts    options
 	state   *reflector.StreamingState
-	metrics *metrics
+	metrics *status.Counters // nil without WithMetrics
 
 	mu           sync.Mutex
 	informers    map[K]*Informer

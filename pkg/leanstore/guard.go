@@ -1,7 +1,6 @@
 package leanstore
 
 import (
-	"context"
 	"os"
 	"strconv"
 	"time"
@@ -43,62 +42,4 @@ type MutationError = shrink.MutationError
 func mutationGuardFromEnv() bool {
 	on, _ := strconv.ParseBool(os.Getenv(MutationGuardEnv))
 	return on
-}
-
-// CheckMutations hashes every value the informer's cached objects share and
-// returns a *MutationError for each that changed in place since it was shared
-// (joined with errors.Join), naming the object and the field path. It returns
-// nil when nothing changed, and when the guard is off (WithMutationGuard).
-// What it finds for the first time is also logged and counted, as the
-// periodic check does.
-func (i *Informer) CheckMutations() error {
-	if !i.strip.Guarded() {
-		return nil
-	}
-	all, fresh := i.strip.Mutations()
-	for _, e := range all {
-		e.Informer = i.name
-	}
-	i.reporter.mutated(fresh)
-	return shrink.JoinMutations(all)
-}
-
-// runGuard checks the shared values every guardInterval until ctx ends, when
-// the informer has a guard, and returns a function that waits for the check's
-// goroutine to end.
-func (i *Informer) runGuard(ctx context.Context) (wait func()) {
-	if !i.strip.Guarded() {
-		return func() {}
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(guardInterval)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				_ = i.CheckMutations()
-			}
-		}
-	}()
-	return func() { <-done }
-}
-
-// mutated records and reports mutations found for the first time.
-func (t *statusReporter) mutated(fresh []*MutationError) {
-	if len(fresh) == 0 {
-		return
-	}
-	t.mu.Lock()
-	t.st.Mutations += int64(len(fresh))
-	t.mu.Unlock()
-	for _, e := range fresh {
-		t.logger.Error(e, "cached object changed in place", "object", e.Key, "path", e.Path, "holders", e.Holders)
-	}
-	if t.metrics != nil {
-		t.metrics.mutations.WithLabelValues(t.informer, t.resource).Add(float64(len(fresh)))
-	}
 }

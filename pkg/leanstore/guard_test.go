@@ -13,6 +13,7 @@ import (
 
 	"github.com/cachetune/cachetune/internal/leakcheck"
 	"github.com/cachetune/cachetune/internal/shrink"
+	"github.com/cachetune/cachetune/internal/status"
 	"github.com/cachetune/cachetune/pkg/testkit/dataset"
 )
 
@@ -40,7 +41,7 @@ func TestGuardRunsWithTheInformer(t *testing.T) {
 	defer func(d time.Duration) { guardInterval = d }(guardInterval)
 	guardInterval = 10 * time.Millisecond
 	strip, pods := guardedPods(t, 40)
-	inf := &Informer{name: "test/pods", strip: strip, reporter: newStatusReporter("test/pods", "pods", "protobuf", logr.Discard(), nil)}
+	inf := &Informer{name: "test/pods", strip: strip, reporter: status.NewReporter("test/pods", "pods", "protobuf", logr.Discard(), nil)}
 	if firstHolder(33, func(i int) unsafe.Pointer { return reflect.ValueOf(pods[i].Labels).UnsafePointer() }) == 33 {
 		t.Fatal("the labels of one app's pods are not shared")
 	}
@@ -48,12 +49,12 @@ func TestGuardRunsWithTheInformer(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	wait := inf.runGuard(ctx)
 	deadline := time.Now().Add(10 * time.Second)
-	for inf.reporter.status().Mutations == 0 && time.Now().Before(deadline) {
+	for inf.reporter.Status().Mutations == 0 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	cancel()
 	wait()
-	if got := inf.reporter.status().Mutations; got != 1 {
+	if got := inf.reporter.Status().Mutations; got != 1 {
 		t.Errorf("status counts %d mutations, want 1", got)
 	}
 	runtime.KeepAlive(pods) // cached until checked

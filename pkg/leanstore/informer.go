@@ -15,8 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/cachetune/cachetune/internal/encstore"
 	"github.com/cachetune/cachetune/internal/reflector"
 	"github.com/cachetune/cachetune/internal/shrink"
+	"github.com/cachetune/cachetune/internal/status"
 	"github.com/cachetune/cachetune/pkg/failure"
 )
 
@@ -38,7 +40,7 @@ type Informer struct {
 	// strip is the informer's shrink pipeline, with the canonical values of
 	// its objects; SetTransform adds the caller's transform to it.
 	strip    *shrink.Pipeline
-	reporter *statusReporter
+	reporter *status.Reporter
 	// invalid is the factory's first invalid option: such an informer never
 	// runs, so that it cannot sync with settings it was not given.
 	invalid error
@@ -66,11 +68,11 @@ type informerConfig struct {
 	client any
 }
 
-func newInformer(cfg informerConfig, o *options, state *reflector.StreamingState, m *metrics) *Informer {
+func newInformer(cfg informerConfig, o *options, state *reflector.StreamingState, m *status.Counters) *Informer {
 	invalid := o.err
 	var enc *EncodedStore
 	if invalid == nil {
-		enc = o.encodedFor(cfg.gr())
+		enc = o.encoded.forResource(cfg.gr())
 	}
 	sc := o.strip
 	if enc != nil {
@@ -79,13 +81,13 @@ func newInformer(cfg informerConfig, o *options, state *reflector.StreamingState
 		sc.Intern, sc.Share = false, false
 	}
 	strip := shrink.NewPipeline(sc) // the informer's own: SetTransform changes only this informer
-	tr := newStatusReporter(cfg.name, cfg.gr().String(), cfg.wire, o.logger, m)
+	tr := status.NewReporter(cfg.name, cfg.gr().String(), cfg.wire, o.logger, m)
 	handed := reflector.NewHanded()
 	lc := reflector.Config{
 		Resource: cfg.gr, Example: cfg.example, Source: cfg.src, ListOptions: o.listOptions,
 		PageSize: o.pageSize, IdleTimeout: o.idleTimeout, HeapBound: o.heapBound,
 		Refusals: state, Strip: strip, Handed: handed,
-		Backoff: o.backoff, Reporter: tr, Logger: tr.logger,
+		Backoff: o.backoff, Reporter: tr, Logger: tr.Logger(),
 	}
 	shard := newShardFilter(o.shard)
 	if shard != nil {
@@ -99,21 +101,22 @@ func newInformer(cfg informerConfig, o *options, state *reflector.StreamingState
 	}
 	handed.Compact = enc != nil // an encoded store's handed set keeps records (reflector.Record)
 	lw := reflector.New(lc)
+	sio := cache.SharedIndexInformerOptions{
+		ResyncPeriod:      cfg.resync,
+		Indexers:          cfg.indexers,
+		ObjectDescription: cfg.name,
+	}
 	var inner cache.SharedIndexInformer
 	if enc != nil {
 		var err error
-		if inner, err = encodedInformer(lw, handed, cfg, enc); err != nil {
+		if inner, err = encodedInformer(lw, handed, cfg.example, sio, enc); err != nil {
 			invalid = err
 		}
 	}
 	if inner == nil {
-		inner = cache.NewSharedIndexInformerWithOptions(lw, cfg.example, cache.SharedIndexInformerOptions{
-			ResyncPeriod:      cfg.resync,
-			Indexers:          cfg.indexers,
-			ObjectDescription: cfg.name,
-		})
+		inner = cache.NewSharedIndexInformerWithOptions(lw, cfg.example, sio)
 	}
-	tr.reflector = standInReflector(lw, cfg.example, cfg.name)
+	tr.SetReflector(standInReflector(lw, cfg.example, cfg.name))
 	inf := &Informer{SharedIndexInformer: inner, name: cfg.name, resource: cfg.gr(), lw: lw, shard: shard, handed: handed,
 		strip: strip, reporter: tr, invalid: invalid}
 	if handed.Compact {
@@ -149,7 +152,7 @@ func standInReflector(lw cache.ListerWatcher, example runtime.Object, name strin
 // wrapClientGo wraps an informer built by client-go (used when the client offers
 // no REST client to list with, e.g. a fake clientset): leanstore strips objects
 // through client-go's transform, and nothing else changes.
-func wrapClientGo(inner cache.SharedIndexInformer, example runtime.Object, name string, gr schema.GroupResource, why string, o *options, m *metrics) *Informer {
+func wrapClientGo(inner cache.SharedIndexInformer, example runtime.Object, name string, gr schema.GroupResource, why string, o *options, m *status.Counters) *Informer {
 	if o.shard != nil {
 		// Sharding (shard.go) filters inside leanstore's list and watch, which
 		// this informer does not have: it fails rather than hold every object.
@@ -158,10 +161,9 @@ func wrapClientGo(inner cache.SharedIndexInformer, example runtime.Object, name 
 	}
 	strip := shrink.NewPipeline(o.strip) // the informer's own: SetTransform changes only this informer
 	_ = inner.SetTransform(func(obj any) (any, error) { return strip.Apply(obj, gr) })
-	tr := newStatusReporter(name, gr.String(), "client-go", o.logger, m)
-	tr.st.ListPath = ListPathClientGo
-	tr.st.ListPathReason = why
-	tr.reflector = standInReflector(&cache.ListWatch{}, example, name)
+	tr := status.NewReporter(name, gr.String(), "client-go", o.logger, m)
+	tr.SetListPath(ListPathClientGo, why)
+	tr.SetReflector(standInReflector(&cache.ListWatch{}, example, name))
 	inf := &Informer{SharedIndexInformer: inner, name: name, resource: gr, strip: strip, reporter: tr, invalid: o.err}
 	_ = inner.SetWatchErrorHandlerWithContext(inf.reflectorError)
 	return inf
@@ -173,7 +175,7 @@ func (i *Informer) reflectorError(ctx context.Context, r *cache.Reflector, err e
 	if err == nil || isReported(err) || errors.Is(err, context.Canceled) {
 		return
 	}
-	i.reporter.failFrom(ctx, failedAttempt{Reason: failure.WatchFailed, Err: err}, r)
+	i.reporter.FailFrom(ctx, failedAttempt{Reason: failure.WatchFailed, Err: err}, r)
 }
 
 // Name is the informer's name in logs, metrics and profiles: factory/resource.
@@ -184,13 +186,15 @@ func (i *Informer) Resource() schema.GroupResource { return i.resource }
 
 // Status reports the informer's list path, last list and failures.
 func (i *Informer) Status() Status {
-	s := i.reporter.status()
+	s := i.reporter.Status()
 	s.Synced = i.HasSynced()
 	if i.invalid != nil {
 		s.LastError = i.invalid.Error()
 	}
 	s.Shard = i.shard.status()
-	s.Encoded = i.encodedStatus()
+	if st, ok := i.encodedStats(); ok {
+		s.Encoded = encodedStatus(st)
+	}
 	return s
 }
 
@@ -209,7 +213,7 @@ func (i *Informer) RunWithContext(ctx context.Context) {
 	i.started = true
 	i.mu.Unlock()
 	if i.invalid != nil {
-		i.reporter.logger.Error(i.invalid, "informer not started: invalid option", "informer", i.name)
+		i.reporter.Logger().Error(i.invalid, "informer not started: invalid option", "informer", i.name)
 		<-ctx.Done()
 		return
 	}
@@ -218,6 +222,58 @@ func (i *Informer) RunWithContext(ctx context.Context) {
 		i.SharedIndexInformer.RunWithContext(ctx)
 		guarded()
 	})
+}
+
+// CheckMutations hashes every value the informer's cached objects share and
+// returns a *MutationError for each that changed in place since it was shared
+// (joined with errors.Join), naming the object and the field path. It returns
+// nil when nothing changed, and when the guard is off (WithMutationGuard).
+// What it finds for the first time is also logged and counted, as the
+// periodic check does.
+func (i *Informer) CheckMutations() error {
+	if !i.strip.Guarded() {
+		return nil
+	}
+	all, fresh := i.strip.Mutations()
+	for _, e := range all {
+		e.Informer = i.name
+	}
+	i.reporter.Mutated(fresh)
+	return shrink.JoinMutations(all)
+}
+
+// runGuard checks the shared values every guardInterval until ctx ends, when
+// the informer has a guard, and returns a function that waits for the check's
+// goroutine to end.
+func (i *Informer) runGuard(ctx context.Context) (wait func()) {
+	if !i.strip.Guarded() {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(guardInterval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				_ = i.CheckMutations()
+			}
+		}
+	}()
+	return func() { <-done }
+}
+
+// encodedStats returns the encoded store's statistics, and false when the
+// informer keeps its objects decoded.
+func (i *Informer) encodedStats() (encstore.Stats, bool) {
+	s, ok := i.GetIndexer().(*encstore.Store)
+	if !ok {
+		return encstore.Stats{}, false
+	}
+	return s.Stats(), true
 }
 
 // SetTransform adds the caller's transform after leanstore's stripping, on
@@ -248,7 +304,7 @@ func (i *Informer) SetWatchErrorHandlerWithContext(handler cache.WatchErrorHandl
 	if i.started {
 		return errors.New("leanstore: informer has already started")
 	}
-	i.reporter.addHandler(handler)
+	i.reporter.AddHandler(handler)
 	return nil
 }
 

@@ -4,67 +4,29 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/cachetune/cachetune/internal/status"
 )
 
-// metrics are a factory's Prometheus metrics. A nil *metrics records nothing.
-type metrics struct {
-	failures  *prometheus.CounterVec
-	lists     *prometheus.CounterVec
-	forcedGCs *prometheus.CounterVec
-	mutations *prometheus.CounterVec
-	census    *censusCollector
-	shard     *shardCollector // gauges of sharded informers (shard_metrics.go)
-}
-
-func newMetrics(factory string, r prometheus.Registerer, informers func() []*Informer) (*metrics, error) {
+// newMetrics registers a factory's Prometheus metrics with r: the counters its
+// informers' status reporters add to, which it returns, and the census and
+// shard collectors that read its informers at each scrape. A nil r records
+// nothing (nil counters).
+func newMetrics(factory string, r prometheus.Registerer, informers func() []*Informer) (*status.Counters, error) {
 	if r == nil {
 		return nil, nil
 	}
 	constLabels := prometheus.Labels{"factory": factory}
-	m := &metrics{
-		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "cachetune", Subsystem: "leanstore", Name: "failures_total",
-			Help:        "List and watch failures of leanstore informers, by watcher stage (reason) and cause.",
-			ConstLabels: constLabels,
-		}, []string{"informer", "resource", "reason", "cause"}),
-		lists: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "cachetune", Subsystem: "leanstore", Name: "lists_total",
-			Help:        "Completed lists of leanstore informers, by list path (streaming or list).",
-			ConstLabels: constLabels,
-		}, []string{"informer", "resource", "path"}),
-		forcedGCs: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "cachetune", Subsystem: "leanstore", Name: "forced_gcs_total",
-			Help:        "Garbage collections run by the heap bound of leanstore informers during lists.",
-			ConstLabels: constLabels,
-		}, []string{"informer", "resource"}),
-		mutations: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "cachetune", Subsystem: "leanstore", Name: "mutations_total",
-			Help:        "Shared values of cached objects found changed in place by the mutation guard.",
-			ConstLabels: constLabels,
-		}, []string{"informer", "resource"}),
-		census: &censusCollector{informers: informers, constLabels: constLabels},
-		shard:  newShardCollector(informers, constLabels),
-	}
-	for _, c := range []prometheus.Collector{m.failures, m.lists, m.forcedGCs, m.mutations, m.census, m.shard} {
+	counters := status.NewCounters(constLabels)
+	collectors := append(counters.Collectors(),
+		&censusCollector{informers: informers, constLabels: constLabels},
+		newShardCollector(informers, constLabels))
+	for _, c := range collectors {
 		if err := r.Register(c); err != nil {
 			return nil, err
 		}
 	}
-	return m, nil
-}
-
-func (m *metrics) failure(f failedAttempt) {
-	if m == nil {
-		return
-	}
-	m.failures.WithLabelValues(f.Informer, f.Resource, string(f.Reason), string(f.Class.Cause)).Inc()
-}
-
-func (m *metrics) listed(informer, resource string, path ListPath) {
-	if m == nil {
-		return
-	}
-	m.lists.WithLabelValues(informer, resource, string(path)).Inc()
+	return counters, nil
 }
 
 // censusCollector takes a census of every informer at each scrape.

@@ -440,3 +440,50 @@ func joinSelector(a, b string) string {
 	}
 	return strings.Join(parts, ",")
 }
+
+// WithEncodedStore keeps the objects of the factory's informers (or of
+// EncodedStore.Resources' only) as their stripped encoded bytes, compressed,
+// and decodes them on every read: protobuf for typed and metadata-only
+// informers, JSON for dynamic ones and for Go types without protobuf (a
+// custom resource's, through NewRESTInformer). It is opt-in.
+//
+// What changes for the program: every read (listers, GetStore, GetIndexer,
+// ByIndex) returns a freshly decoded object that the caller owns and may
+// change, unlike any other informer cache, client-go's included; handlers
+// still receive decoded objects. What it costs: a read decodes (a repeated Get
+// of the same unchanged object is a copy from a bounded hot cache), so a List
+// of the whole cache decodes every object. docs/memory.md ("Choosing the
+// encoded store, sharing or the defaults") gives the measured figures.
+//
+// The informer is client-go's SharedIndexInformer carried over around the
+// encoded store, with the same behaviour (handlers, resync, SetTransform,
+// AddIndexers before start, HasSynced, LastSyncResourceVersion). The record of
+// what the informer has been handed, which re-lists diff against, keeps only
+// each object's key, uid and resourceVersion under it.
+//
+// It excludes WithSharing and WithMutationGuard (whose values it would only
+// encode): given together they are an invalid option. Interning is skipped,
+// for the same reason. Informers that leanstore cannot list itself (a fake clientset, see
+// ListPathClientGo) keep client-go's store.
+func WithEncodedStore(cfg EncodedStore) Option {
+	return func(o *options) { c := cfg; o.encoded = &c }
+}
+
+// validateEncoded is validate's part for WithEncodedStore.
+func (o *options) validateEncoded() error {
+	if o.encoded == nil {
+		return nil
+	}
+	switch o.encoded.Compression {
+	case CompressionS2Dict, CompressionZstdDict, CompressionNone:
+	default:
+		return fmt.Errorf("leanstore: WithEncodedStore: unknown compression %s", o.encoded.Compression)
+	}
+	if o.strip.Share {
+		return fmt.Errorf("leanstore: WithEncodedStore and WithSharing exclude each other: an encoded store keeps bytes, not shared values")
+	}
+	if o.guardSet && o.strip.Guard {
+		return fmt.Errorf("leanstore: WithEncodedStore and WithMutationGuard exclude each other: an encoded store hands out objects the caller owns, there is nothing shared to guard")
+	}
+	return nil
+}

@@ -231,34 +231,6 @@ func (f *shardFilter) rebalancing() (bool, time.Time) {
 	return true, l.ChangedAt()
 }
 
-// ShardStatus is the shard side of an informer's Status.
-type ShardStatus struct {
-	// By is what decides an object's shard: "object" or "namespace".
-	By shard.By `json:"by"`
-	// Self is this replica's name in the ring, Members the ring's members.
-	Self    string   `json:"self"`
-	Members []string `json:"members"`
-	// Generation is the version of the ring the informer holds the objects of.
-	Generation uint64 `json:"generation"`
-	// Rebalancing is true while the ring has changed and the informer has not
-	// yet taken and dropped the objects that moved; RebalancingSince is when
-	// the ring changed.
-	Rebalancing      bool      `json:"rebalancing"`
-	RebalancingSince time.Time `json:"rebalancingSince,omitzero"`
-	// Rebalances counts the re-lists after a ring change; LastRebalance is
-	// when the last ended and LastRebalanceSeconds how long it took from the
-	// ring's change.
-	Rebalances           int64     `json:"rebalances"`
-	LastRebalance        time.Time `json:"lastRebalance,omitzero"`
-	LastRebalanceSeconds float64   `json:"lastRebalanceSeconds,omitempty"`
-	// SkippedListed and SkippedEvents count the objects of other shards
-	// dropped from lists and from watch events.
-	SkippedListed int64 `json:"skippedListed"`
-	SkippedEvents int64 `json:"skippedEvents"`
-	// Error is an invalid WithShard.
-	Error string `json:"error,omitempty"`
-}
-
 // status reports the filter's state; nil without sharding.
 func (f *shardFilter) status() *ShardStatus {
 	if f == nil {
