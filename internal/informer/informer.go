@@ -16,7 +16,7 @@ limitations under the License.
 
 // This file is client-go v0.37.2's sharedIndexInformer (tools/cache/
 // shared_informer.go), with its store built by a NewStore function instead of
-// cache.NewIndexer, and its controller built from client-go's exported pieces
+// cache.NewIndexer (new.go), and its controller built from client-go's exported pieces
 // (cache.New, cache.Config, cache.NewRealFIFOWithOptions). Field and method
 // names are upstream's, so that client-go's own informer tests run against it
 // (upstream_shared_informer_test.go).
@@ -39,83 +39,6 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
-)
-
-// StoreFactory builds an informer's store from the key function and indexers
-// client-go's informer would give cache.NewIndexer.
-type StoreFactory func(keyFunc cache.KeyFunc, indexers cache.Indexers) (cache.Indexer, error)
-
-// Options configure an informer: client-go's SharedIndexInformerOptions, and
-// the store.
-type Options struct {
-	cache.SharedIndexInformerOptions
-	// NewStore builds the informer's store; nil builds client-go's own
-	// (cache.NewIndexer).
-	NewStore StoreFactory
-	// LastStored, when set, reports whether the object of a deletion stands
-	// for the object the store holds under its key: a source that no longer
-	// has a deleted object (a re-list that keeps only keys and versions of
-	// what it handed out, see package leanstore) sends a placeholder with the
-	// object's metadata. The informer then gives its handlers the object the
-	// store held, with the placeholder's resourceVersion, as client-go's
-	// re-list gives the store's last object of a deleted key.
-	LastStored func(deleted any) bool
-}
-
-// NewWithStore returns a SharedIndexInformer that behaves as client-go's
-// (cache.NewSharedIndexInformerWithOptions) over the store o.NewStore builds.
-func NewWithStore(lw cache.ListerWatcher, exampleObject runtime.Object, o Options) (cache.SharedIndexInformer, error) {
-	s, err := newSharedIndexInformer(lw, exampleObject, o)
-	if err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
-func newSharedIndexInformer(lw cache.ListerWatcher, exampleObject runtime.Object, o Options) (*sharedIndexInformer, error) {
-	newStore := o.NewStore
-	if newStore == nil {
-		newStore = func(keyFunc cache.KeyFunc, indexers cache.Indexers) (cache.Indexer, error) {
-			return cache.NewIndexer(keyFunc, indexers, cache.WithStoreMetrics(o.Identifier, o.InformerMetricsProvider)), nil
-		}
-	}
-	indexers := o.Indexers
-	if indexers == nil {
-		indexers = cache.Indexers{}
-	}
-	indexer, err := newStore(cache.DeletionHandlingMetaNamespaceKeyFunc, indexers)
-	if err != nil {
-		return nil, fmt.Errorf("informer for %T: build its store: %w", exampleObject, err)
-	}
-
-	realClock := &clock.RealClock{}
-
-	processor := &sharedProcessor{clock: realClock}
-	processor.listenersRCond = sync.NewCond(processor.listenersLock.RLocker())
-
-	return &sharedIndexInformer{
-		indexer:                         indexer,
-		processor:                       processor,
-		synced:                          make(chan struct{}),
-		listerWatcher:                   lw,
-		objectType:                      exampleObject,
-		objectDescription:               o.ObjectDescription,
-		resyncCheckPeriod:               o.ResyncPeriod,
-		defaultEventHandlerResyncPeriod: o.ResyncPeriod,
-		clock:                           realClock,
-		cacheMutationDetector:           cache.NewCacheMutationDetector(fmt.Sprintf("%T", exampleObject)),
-		identifier:                      o.Identifier,
-		informerMetricsProvider:         o.InformerMetricsProvider,
-		keyFunc:                         cache.DeletionHandlingMetaNamespaceKeyFunc,
-		lastStored:                      o.LastStored,
-	}, nil
-}
-
-const (
-	// initialBufferSize is the initial number of event notifications that can be buffered.
-	initialBufferSize = 1024
-
-	minimumResyncPeriod = 1 * time.Second
 )
 
 // sharedIndexInformer implements cache.SharedIndexInformer, as client-go's
@@ -201,20 +124,6 @@ func (v *dummyController) LastSyncResourceVersion() string {
 		return v.informer.LastSyncResourceVersion()
 	}
 	return ""
-}
-
-type updateNotification struct {
-	oldObj any
-	newObj any
-}
-
-type addNotification struct {
-	newObj          any
-	isInInitialList bool
-}
-
-type deleteNotification struct {
-	oldObj any
 }
 
 func (s *sharedIndexInformer) SetWatchErrorHandler(handler cache.WatchErrorHandler) error {
@@ -383,21 +292,6 @@ func (s *sharedIndexInformer) GetController() cache.Controller {
 
 func (s *sharedIndexInformer) AddEventHandler(handler cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error) {
 	return s.AddEventHandlerWithOptions(handler, cache.HandlerOptions{})
-}
-
-func determineResyncPeriod(logger klog.Logger, desired, check time.Duration) time.Duration {
-	if desired == 0 {
-		return desired
-	}
-	if check == 0 {
-		logger.Info("Warning: the specified resyncPeriod is invalid because this shared informer doesn't support resyncing", "desired", desired)
-		return 0
-	}
-	if desired < check {
-		logger.Info("Warning: the specified resyncPeriod is being increased to the minimum resyncCheckPeriod", "desired", desired, "resyncCheckPeriod", check)
-		return check
-	}
-	return desired
 }
 
 func (s *sharedIndexInformer) AddEventHandlerWithResyncPeriod(handler cache.ResourceEventHandler, resyncPeriod time.Duration) (cache.ResourceEventHandlerRegistration, error) {

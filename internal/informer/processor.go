@@ -15,7 +15,9 @@ limitations under the License.
 */
 
 // This file is client-go v0.37.2's sharedProcessor and processorListener
-// (tools/cache/shared_informer.go), unchanged but for the package qualifiers,
+// (tools/cache/shared_informer.go), with the notifications they relay, their
+// buffer and resync constants and determineResyncPeriod, which upstream keeps
+// beside the informer; unchanged but for the package qualifiers,
 // the ring buffer's typed constructor (the untyped one is deprecated) and
 // anySyncing, which package informer adds.
 
@@ -37,6 +39,42 @@ import (
 	"k8s.io/utils/clock"
 	utiltrace "k8s.io/utils/trace"
 )
+
+const (
+	// initialBufferSize is the initial number of event notifications that can be buffered.
+	initialBufferSize = 1024
+
+	minimumResyncPeriod = 1 * time.Second
+)
+
+type updateNotification struct {
+	oldObj any
+	newObj any
+}
+
+type addNotification struct {
+	newObj          any
+	isInInitialList bool
+}
+
+type deleteNotification struct {
+	oldObj any
+}
+
+func determineResyncPeriod(logger klog.Logger, desired, check time.Duration) time.Duration {
+	if desired == 0 {
+		return desired
+	}
+	if check == 0 {
+		logger.Info("Warning: the specified resyncPeriod is invalid because this shared informer doesn't support resyncing", "desired", desired)
+		return 0
+	}
+	if desired < check {
+		logger.Info("Warning: the specified resyncPeriod is being increased to the minimum resyncCheckPeriod", "desired", desired, "resyncCheckPeriod", check)
+		return check
+	}
+	return desired
+}
 
 // sharedProcessor has a collection of processorListener and can
 // distribute a notification object to its listeners.  There are two
@@ -271,14 +309,14 @@ type processorListener struct {
 	// full resync from the shared informer, but modified by two
 	// adjustments.  One is imposing a lower bound,
 	// `minimumResyncPeriod`.  The other is another lower bound, the
-	// sharedIndexInformer's `resyncCheckPeriod`, that is imposed (a) only
+	// informer's `resyncCheckPeriod`, that is imposed (a) only
 	// in AddEventHandlerWithResyncPeriod invocations made after the
-	// sharedIndexInformer starts and (b) only if the informer does
+	// informer starts and (b) only if the informer does
 	// resyncs at all.
 	requestedResyncPeriod time.Duration
 	// resyncPeriod is the threshold that will be used in the logic
 	// for this listener.  This value differs from
-	// requestedResyncPeriod only when the sharedIndexInformer does
+	// requestedResyncPeriod only when the informer does
 	// not do resyncs, in which case the value here is zero.
 	resyncPeriod time.Duration
 	// nextResync is the earliest time the listener should get a full resync
