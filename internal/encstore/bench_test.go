@@ -40,7 +40,7 @@ type storeKind struct {
 
 func encodedKind(name string, c encstore.Compression, hot int64) storeKind {
 	return storeKind{name, func() (cache.Indexer, error) {
-		return encstore.New(encstore.Options{Codec: newPodCodec(), Indexers: namespaceIndex, Compression: c, HotCacheBytes: hot})
+		return encstore.NewStore(encstore.Options{Codec: newPodCodec(), Indexers: namespaceIndex, Compression: c, HotCacheBytes: hot})
 	}}
 }
 

@@ -19,7 +19,7 @@
 //
 // # How
 //
-//	s, err := encstore.New(encstore.Options{
+//	s, err := encstore.NewStore(encstore.Options{
 //		Codec:    encstore.Protobuf(func() runtime.Object { return &corev1.Pod{} }),
 //		Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
 //	})

@@ -15,7 +15,7 @@ import (
 // must not be served that object: the hot cache answers only for the bytes
 // the store holds now.
 func TestHotCacheRefusesAReadOfTheVersionBefore(t *testing.T) {
-	s, err := New(Options{Codec: Protobuf(func() runtime.Object { return &corev1.Pod{} })})
+	s, err := NewStore(Options{Codec: Protobuf(func() runtime.Object { return &corev1.Pod{} })})
 	if err != nil {
 		t.Fatal(err)
 	}

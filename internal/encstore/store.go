@@ -1,11 +1,9 @@
 package encstore
 
 import (
-	"errors"
 	"fmt"
 	"sort"
 	"sync"
-	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -13,142 +11,20 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// Options configure a Store. Only Codec is required; every other zero value
-// is a working default.
-type Options struct {
-	// Codec encodes and decodes the store's objects (Protobuf,
-	// UnstructuredJSON, UnstructuredCBOR).
-	Codec Codec
-	// KeyFunc computes an object's key; the default is client-go's
-	// DeletionHandlingMetaNamespaceKeyFunc, which informers use.
-	KeyFunc cache.KeyFunc
-	// Indexers are the store's indexes, as in cache.NewIndexer.
-	Indexers cache.Indexers
-	// Compression is how kept bytes are compressed; the default is S2Dict.
-	Compression Compression
-	// DictSamples is the number of first objects a dictionary is trained on
-	// (S2Dict, ZstdDict); 0 means 256. Until then objects are kept uncompressed, and
-	// compressed once the dictionary exists.
-	DictSamples int
-	// DictSize is the largest dictionary in bytes; 0 means 64 KiB for S2Dict
-	// (S2's largest) and 32 KiB for ZstdDict.
-	DictSize int
-	// HotCacheBytes bounds the decoded objects kept for repeated reads, in
-	// estimated bytes of heap; 0 means 4 MiB, a negative value turns the hot
-	// cache off.
-	HotCacheBytes int64
-	// Encoded, when set, is asked for the codec's bytes of an object before
-	// the store encodes it: a decoder that still holds the bytes an object
-	// was decoded from returns them, and the store keeps them without
-	// encoding the object again. It must return bytes that decode to an
-	// object equal to obj, and not change them afterwards.
-	Encoded func(obj any) ([]byte, bool)
-}
-
-const (
-	defaultDictSamples   = 256
-	defaultDictSize      = 32 << 10
-	defaultHotCacheBytes = 4 << 20
-)
-
 // Store is a cache.Indexer that keeps each object as its encoded, compressed
 // bytes and decodes it on every read. See the package documentation.
 type Store struct {
-	codec   Codec
+	reader
 	keyFunc cache.KeyFunc
-	comp    *compressor
-	hot     *hotCache
 	encoded func(obj any) ([]byte, bool)
-
-	// sizer estimates the heap a decoded object holds, for the hot cache.
-	sizer sizer
-	// bufs are decompression buffers.
-	bufs sync.Pool
 
 	mu    sync.RWMutex
 	items map[string]entry
 	index *index
 	rv    string
-
-	// decodes counts objects decoded, for Stats.
-	decodes atomic.Uint64
-}
-
-// entry is one kept object.
-type entry struct {
-	// data is a format byte and the codec's bytes, maybe compressed; never
-	// changed once stored, so readers decode it outside the lock. A stored
-	// change always stores new bytes: the hot cache takes their address as
-	// the version of the object (see version).
-	data []byte
-	// rv is the object's resourceVersion.
-	rv string
-	// values are the object's index values, one list per index (in the
-	// order of index.names), computed when it was stored.
-	values [][]string
 }
 
 var _ cache.Indexer = (*Store)(nil)
-
-// version identifies the stored version of an entry for the hot cache.
-func (e entry) version() *byte { return &e.data[0] }
-
-// New returns an empty Store.
-func New(o Options) (*Store, error) {
-	if o.Codec == nil {
-		return nil, errors.New("encstore: a codec is required")
-	}
-	if o.KeyFunc == nil {
-		o.KeyFunc = cache.DeletionHandlingMetaNamespaceKeyFunc
-	}
-	if o.DictSamples <= 0 {
-		o.DictSamples = defaultDictSamples
-	}
-	if o.DictSize <= 0 {
-		o.DictSize = defaultDictSize
-		if o.Compression == S2Dict {
-			o.DictSize = 64 << 10
-		}
-	}
-	if o.HotCacheBytes == 0 {
-		o.HotCacheBytes = defaultHotCacheBytes
-	}
-	switch o.Compression {
-	case ZstdDict, Zstd, NoCompression, S2Dict:
-	default:
-		return nil, fmt.Errorf("encstore: unknown compression %d", o.Compression)
-	}
-	comp, err := newCompressor(o.Compression, o.DictSamples, o.DictSize)
-	if err != nil {
-		return nil, fmt.Errorf("encstore: %w", err)
-	}
-	s := &Store{
-		codec:   o.Codec,
-		keyFunc: o.KeyFunc,
-		comp:    comp,
-		encoded: o.Encoded,
-		items:   map[string]entry{},
-		index:   newIndex(),
-	}
-	if o.HotCacheBytes > 0 {
-		s.hot = newHotCache(o.HotCacheBytes)
-	}
-	if err := s.index.add(o.Indexers); err != nil {
-		return nil, fmt.Errorf("encstore: %w", err)
-	}
-	return s, nil
-}
-
-// NewIndexer is New for callers that want a cache.Indexer from a key
-// function and indexers, as client-go's cache.NewIndexer takes them (a store
-// factory for package informer).
-func NewIndexer(o Options) func(cache.KeyFunc, cache.Indexers) (cache.Indexer, error) {
-	return func(keyFunc cache.KeyFunc, indexers cache.Indexers) (cache.Indexer, error) {
-		o := o
-		o.KeyFunc, o.Indexers = keyFunc, indexers
-		return New(o)
-	}
-}
 
 // prepared is an object ready to be stored: its key, and its entry (but for
 // the index values, which are computed under the store's lock, where the
@@ -440,80 +316,6 @@ func (s *Store) GetByKey(key string) (item any, exists bool, err error) {
 		return nil, true, err
 	}
 	return obj, true, nil
-}
-
-// read returns e decoded for the caller, from the hot cache when it can;
-// remember puts what it decodes into the hot cache.
-func (s *Store) read(key string, e entry, remember bool) (runtime.Object, error) {
-	if obj, ok := s.hot.get(key, e.version()); ok {
-		return obj.DeepCopyObject(), nil
-	}
-	obj, raw, err := s.decodeRaw(key, e)
-	if err != nil {
-		return nil, err
-	}
-	if remember && s.hot != nil {
-		s.hot.put(key, e.version(), obj.DeepCopyObject(), s.sizer.size(obj, raw))
-	}
-	return obj, nil
-}
-
-func (s *Store) decode(key string, e entry) (runtime.Object, error) {
-	obj, _, err := s.decodeRaw(key, e)
-	return obj, err
-}
-
-// decodeRaw decodes e and returns the object and the size of its codec bytes.
-func (s *Store) decodeRaw(key string, e entry) (runtime.Object, int, error) {
-	b := s.getBuf()
-	defer s.putBuf(b)
-	raw, err := s.comp.decompress(e.data, *b)
-	if err != nil {
-		return nil, 0, fmt.Errorf("encstore: read %s: %w", key, err)
-	}
-	if cap(raw) > cap(*b) && e.data[0] != formatPlain {
-		*b = raw // keep the grown buffer
-	}
-	obj, err := s.codec.Decode(raw)
-	if err != nil {
-		return nil, 0, fmt.Errorf("encstore: read %s: %w", key, err)
-	}
-	s.decodes.Add(1)
-	return obj, len(raw), nil
-}
-
-func (s *Store) getBuf() *[]byte {
-	if b, ok := s.bufs.Get().(*[]byte); ok {
-		return b
-	}
-	b := make([]byte, 0, 16<<10)
-	return &b
-}
-
-func (s *Store) putBuf(b *[]byte) {
-	if cap(*b) > 1<<20 {
-		return // an unusually large object: let its buffer go
-	}
-	s.bufs.Put(b)
-}
-
-// keyed is an entry with its key, for reads decoded outside the lock.
-type keyed struct {
-	key string
-	e   entry
-}
-
-// decodeAll decodes the snapshot es for the caller.
-func (s *Store) decodeAll(es []keyed) ([]any, error) {
-	out := make([]any, 0, len(es))
-	for _, k := range es {
-		obj, err := s.read(k.key, k.e, false)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, obj)
-	}
-	return out, nil
 }
 
 // List returns every object, each decoded for the caller. An object that

@@ -97,7 +97,7 @@ func runDiff(t *testing.T, o encstore.Options, seed uint64) {
 	t.Helper()
 	o.Codec = newPodCodec()
 	o.Indexers = diffIndexers()
-	got, err := encstore.New(o)
+	got, err := encstore.NewStore(o)
 	if err != nil {
 		t.Fatal(err)
 	}

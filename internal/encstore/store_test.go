@@ -40,7 +40,7 @@ func newStore(t *testing.T, o encstore.Options) (*encstore.Store, *countingCodec
 	if o.Indexers == nil {
 		o.Indexers = namespaceIndex
 	}
-	s, err := encstore.New(o)
+	s, err := encstore.NewStore(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,10 +369,10 @@ func TestReplaceChangesTheStoreInPlace(t *testing.T) {
 }
 
 func TestNewRefusesBadOptions(t *testing.T) {
-	if _, err := encstore.New(encstore.Options{}); err == nil {
+	if _, err := encstore.NewStore(encstore.Options{}); err == nil {
 		t.Fatal("New without a codec succeeded")
 	}
-	if _, err := encstore.New(encstore.Options{Codec: newPodCodec(), Compression: encstore.Compression(9)}); err == nil {
+	if _, err := encstore.NewStore(encstore.Options{Codec: newPodCodec(), Compression: encstore.Compression(9)}); err == nil {
 		t.Fatal("New with an unknown compression succeeded")
 	}
 }

@@ -388,11 +388,11 @@ var Catalog = []Mutant{
 	// caller's change reach every later read.
 	{
 		Name:   "encoded-hot-hands-its-object",
-		Where:  "internal/encstore/store.go: (*Store).read",
+		Where:  "internal/encstore/reader.go: (*reader).read",
 		Breaks: "a hot-cache hit returns the cached object itself: a caller that changes what it read changes what the next caller reads",
-		Edits: []Edit{{File: "internal/encstore/store.go",
-			Old: "\t\treturn obj.DeepCopyObject(), nil\n\t}\n\tobj, raw, err := s.decodeRaw(key, e)",
-			New: "\t\treturn obj, nil\n\t}\n\tobj, raw, err := s.decodeRaw(key, e)"}},
+		Edits: []Edit{{File: "internal/encstore/reader.go",
+			Old: "\t\treturn obj.DeepCopyObject(), nil\n\t}\n\tobj, raw, err := r.decodeRaw(key, e)",
+			New: "\t\treturn obj, nil\n\t}\n\tobj, raw, err := r.decodeRaw(key, e)"}},
 		Cmd: encstorePackage,
 	},
 	// Index values are computed once, when an object is stored; updating

@@ -13,7 +13,8 @@ import (
 	"github.com/cachetune/cachetune/internal/reflector"
 )
 
-// Compression is how an encoded store compresses the objects it keeps.
+// Compression is how an encoded store (WithEncodedStore) compresses the
+// objects it keeps.
 type Compression int
 
 const (
@@ -40,9 +41,7 @@ func (c Compression) String() string {
 	return fmt.Sprintf("Compression(%d)", int(c))
 }
 
-// EncodedStore configures an encoded store, which keeps an informer's objects
-// as their encoded bytes and decodes them on every read; the factory option
-// that takes it says what that changes for the program.
+// EncodedStore configures WithEncodedStore.
 type EncodedStore struct {
 	// Compression of the kept objects; the zero value is CompressionS2Dict.
 	Compression Compression
@@ -56,8 +55,7 @@ type EncodedStore struct {
 }
 
 // forResource returns the encoded store's configuration for gr's informer, or
-// nil when its objects are kept decoded (e is nil: the factory has no
-// encoded store).
+// nil when its objects are kept decoded (e is nil: no WithEncodedStore).
 func (e *EncodedStore) forResource(gr schema.GroupResource) *EncodedStore {
 	if e == nil || len(e.Resources) == 0 {
 		return e
