@@ -89,8 +89,8 @@ func (c *core[K]) StartWithContext(ctx context.Context) {
 	}
 	// A shard membership (WithShard) runs from the first Start that uses it;
 	// Shutdown waits for it, and for the release of its Lease.
-	if sc := c.opts.shard; sc != nil && sc.m != nil {
-		c.wg.Go(func() { sc.m.Run(ctx) })
+	if sc := c.opts.shard; sc != nil && sc.Membership != nil {
+		c.wg.Go(func() { sc.Membership.Run(ctx) })
 	}
 	for _, k := range c.order {
 		if c.started[k] {
@@ -191,8 +191,8 @@ func (c *core[K]) Check(context.Context) error {
 		case st.Degraded(c.opts.degradedAfter):
 			problems = append(problems, fmt.Sprintf("%s degraded: %d failures in a row since %s, last: %s",
 				inf.name, st.ConsecutiveFailures, st.FailingSince.Format(time.RFC3339), st.LastError))
-		case !st.Synced && st.Shard != nil && waitingForMembership(c.opts.shard):
-			problems = append(problems, inf.name+" not synced: waiting for the shard membership"+membershipWhy(c.opts.shard.m))
+		case !st.Synced && st.Shard != nil && c.opts.shard.Waiting():
+			problems = append(problems, inf.name+" not synced: waiting for the shard membership"+c.opts.shard.WaitingWhy())
 		case !st.Synced:
 			problems = append(problems, inf.name+" not synced")
 		case st.Shard != nil && st.Shard.Rebalancing:

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/cachetune/cachetune/internal/leakcheck"
 	"github.com/cachetune/cachetune/internal/shrink"
@@ -19,6 +20,8 @@ import (
 
 // guardedPods shares n pods of the dataset (8 apps) through a guarded
 // pipeline, as an informer's list would.
+var podsGR = schema.GroupResource{Resource: "pods"}
+
 func guardedPods(t *testing.T, n int) (*shrink.Pipeline, []*corev1.Pod) {
 	t.Helper()
 	strip := shrink.NewPipeline(shrink.Config{Share: true, Guard: true})

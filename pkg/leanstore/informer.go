@@ -17,6 +17,7 @@ import (
 
 	"github.com/cachetune/cachetune/internal/encstore"
 	"github.com/cachetune/cachetune/internal/reflector"
+	"github.com/cachetune/cachetune/internal/shardfilter"
 	"github.com/cachetune/cachetune/internal/shrink"
 	"github.com/cachetune/cachetune/internal/status"
 	"github.com/cachetune/cachetune/pkg/failure"
@@ -34,7 +35,7 @@ type Informer struct {
 	lw       *reflector.ListWatch // nil for a client-go fallback informer
 	// shard is the informer's side of WithShard; nil without it (and for a
 	// client-go fallback informer).
-	shard *shardFilter
+	shard *shardfilter.Filter
 	// handed is what the informer's reflector has been handed (lw's).
 	handed *reflector.Handed
 	// strip is the informer's shrink pipeline, with the canonical values of
@@ -89,9 +90,9 @@ func newInformer(cfg informerConfig, o *options, state *reflector.StreamingState
 		Refusals: state, Strip: strip, Handed: handed,
 		Backoff: o.backoff, Reporter: tr, Logger: tr.Logger(),
 	}
-	shard := newShardFilter(o.shard)
+	shard := shardfilter.New(o.shard)
 	if shard != nil {
-		lc.Shard = shard // never a nil *shardFilter: Config.Shard nil keeps every object
+		lc.Shard = shard // never a nil *shardfilter.Filter: Config.Shard nil keeps every object
 		handed.MovedOut = func(obj runtime.Object) bool { return !shard.Owns(obj) }
 	}
 	mode, why := effectiveStreaming(o.streaming, cfg.client)
@@ -154,7 +155,7 @@ func standInReflector(lw cache.ListerWatcher, example runtime.Object, name strin
 // through client-go's transform, and nothing else changes.
 func wrapClientGo(inner cache.SharedIndexInformer, example runtime.Object, name string, gr schema.GroupResource, why string, o *options, m *status.Counters) *Informer {
 	if o.shard != nil {
-		// Sharding (shard.go) filters inside leanstore's list and watch, which
+		// Sharding (internal/shardfilter) filters inside leanstore's list and watch, which
 		// this informer does not have: it fails rather than hold every object.
 		why = shardedClientGo(gr, why).Error()
 		inner = failingInformer(example, errors.New(why), o.resync)
@@ -191,7 +192,7 @@ func (i *Informer) Status() Status {
 	if i.invalid != nil {
 		s.LastError = i.invalid.Error()
 	}
-	s.Shard = i.shard.status()
+	s.Shard = i.shard.Status()
 	if st, ok := i.encodedStats(); ok {
 		s.Encoded = encodedStatus(st)
 	}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/cachetune/cachetune/internal/shardfilter"
 	"github.com/cachetune/cachetune/internal/shrink"
 	"github.com/cachetune/cachetune/pkg/backoff"
 )
@@ -96,7 +97,7 @@ type options struct {
 	// err is the first invalid option (validate), nil when all are valid.
 	err error
 	// shard is WithShard's membership and key (shard.go); nil keeps every object.
-	shard *shardConfig
+	shard *shardfilter.Config
 	// encoded is WithEncodedStore's configuration (encoded.go); nil keeps
 	// objects decoded.
 	encoded *EncodedStore

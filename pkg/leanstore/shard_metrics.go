@@ -50,7 +50,7 @@ func (c *shardCollector) Collect(ch chan<- prometheus.Metric) {
 		if inf.shard == nil {
 			continue
 		}
-		st := inf.shard.status()
+		st := inf.shard.Status()
 		if st.Error != "" {
 			continue
 		}

@@ -1,4 +1,4 @@
-package leanstore
+package shardfilter
 
 import (
 	"fmt"
@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/cachetune/cachetune/internal/reflector"
@@ -33,16 +32,14 @@ func setMembers(t *testing.T, m *shard.Membership, members ...string) {
 	}
 }
 
-var podsGR = schema.GroupResource{Resource: "pods"}
-
 // staticFilter is shard index of total's filter, with its ring applied.
-func staticFilter(t *testing.T, index, total int) *shardFilter {
+func staticFilter(t *testing.T, index, total int) *Filter {
 	t.Helper()
 	m, err := shard.Static(index, total)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := newShardFilter(&shardConfig{m: m, by: shard.ByObject})
+	f := New(&Config{Membership: m, By: shard.ByObject})
 	if err := f.Apply(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +48,7 @@ func staticFilter(t *testing.T, index, total int) *shardFilter {
 
 // ownedAndNot returns the name of a Pod of namespace ns that f keeps and one it
 // drops.
-func ownedAndNot(t *testing.T, f *shardFilter) (owned, other string) {
+func ownedAndNot(t *testing.T, f *Filter) (owned, other string) {
 	t.Helper()
 	for i := 0; owned == "" || other == ""; i++ {
 		name := fmt.Sprintf("p-%d", i)
@@ -67,7 +64,7 @@ func ownedAndNot(t *testing.T, f *shardFilter) (owned, other string) {
 // A replica outside the ring (its Lease not renewed in time) holds nothing.
 func TestShardOutsideTheRingOwnsNothing(t *testing.T) {
 	m := manualMembership(t, "c", "a", "b")
-	f := newShardFilter(&shardConfig{m: m, by: shard.ByObject})
+	f := New(&Config{Membership: m, By: shard.ByObject})
 	if err := f.Apply(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -81,13 +78,13 @@ func TestShardOutsideTheRingOwnsNothing(t *testing.T) {
 
 func TestShardConfigErrors(t *testing.T) {
 	m, _ := shard.Static(0, 2)
-	for _, c := range []shardConfig{{m: nil, by: shard.ByObject}, {m: m, by: "uid"}} {
-		f := newShardFilter(&c)
+	for _, c := range []Config{{Membership: nil, By: shard.ByObject}, {Membership: m, By: "uid"}} {
+		f := New(&c)
 		if err := f.Apply(t.Context()); err == nil {
-			t.Errorf("WithShard(%v, %q) applied without an error", c.m, c.by)
+			t.Errorf("WithShard(%v, %q) applied without an error", c.Membership, c.By)
 		}
-		if st := f.status(); st.Error == "" {
-			t.Errorf("WithShard(%v, %q): Status has no error", c.m, c.by)
+		if st := f.Status(); st.Error == "" {
+			t.Errorf("WithShard(%v, %q): Status has no error", c.Membership, c.By)
 		}
 	}
 }
@@ -97,12 +94,12 @@ func TestShardConfigErrors(t *testing.T) {
 // this replica needs no list.
 func TestShardRebalancingUntilTaken(t *testing.T) {
 	m := manualMembership(t, "a", "a", "b")
-	f := newShardFilter(&shardConfig{m: m, by: shard.ByObject})
+	f := New(&Config{Membership: m, By: shard.ByObject})
 	if err := f.Apply(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	f.Took()
-	if st := f.status(); st.Rebalancing || st.Generation != 1 || len(st.Members) != 2 {
+	if st := f.Status(); st.Rebalancing || st.Generation != 1 || len(st.Members) != 2 {
 		t.Fatalf("after the first list: %+v", st)
 	}
 	changed := f.Changed()
@@ -115,14 +112,14 @@ func TestShardRebalancingUntilTaken(t *testing.T) {
 	if !f.moved(m.Current()) {
 		t.Fatal("c joining moved nothing to or from a")
 	}
-	if st := f.status(); !st.Rebalancing || st.RebalancingSince.IsZero() {
+	if st := f.Status(); !st.Rebalancing || st.RebalancingSince.IsZero() {
 		t.Fatalf("after the ring changed: %+v, want rebalancing", st)
 	}
 	if err := f.Apply(t.Context()); err != nil { // the re-list inside the watch
 		t.Fatal(err)
 	}
 	f.Took()
-	if st := f.status(); st.Rebalancing || st.Rebalances != 1 || len(st.Members) != 3 {
+	if st := f.Status(); st.Rebalancing || st.Rebalances != 1 || len(st.Members) != 3 {
 		t.Fatalf("after the re-list: %+v, want 1 rebalance and 3 members", st)
 	}
 	setMembers(t, m, "a", "b", "c") // the same members: no new ring
@@ -136,7 +133,7 @@ func TestShardRebalancingUntilTaken(t *testing.T) {
 // watch's next rebalance, not taken with objects the informer does not hold.
 func TestShardAdvanceTakesOnlyTheComparedRing(t *testing.T) {
 	m := manualMembership(t, "z", "a", "b") // z outside the ring: owns nothing
-	f := newShardFilter(&shardConfig{m: m, by: shard.ByObject})
+	f := New(&Config{Membership: m, By: shard.ByObject})
 	if err := f.Apply(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +145,7 @@ func TestShardAdvanceTakesOnlyTheComparedRing(t *testing.T) {
 	}
 	setMembers(t, m, "a", "b", "c", "z") // published before the advance: z takes slots
 	f.advance(compared)
-	if st := f.status(); !st.Rebalancing || len(st.Members) != 3 {
+	if st := f.Status(); !st.Rebalancing || len(st.Members) != 3 {
 		t.Fatalf("after advancing to [a b c] with [a b c z] published: %+v, want 3 members and rebalancing", st)
 	}
 	select {
