@@ -41,6 +41,8 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/cachetune/cachetune/internal/inspect"
 )
 
 // TypedFactory is a drop-in for client-go's informers.SharedInformerFactory: the
@@ -93,10 +95,10 @@ func (f *TypedFactory) build(obj runtime.Object, newFunc internalinterfaces.NewI
 	if rc == nil {
 		return f.clientGoInformer(obj, gvk, gr, resync, newFunc, why)
 	}
-	req := request{namespace: f.opts.namespace, resource: guessed.Resource}
+	req := inspect.Request{Namespace: f.opts.namespace, Resource: guessed.Resource}
 	indexers := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
 	if newFunc != nil {
-		inspected, idx, err := inspectNewFunc(newFunc, resync, gvk.GroupVersion())
+		inspected, idx, err := inspect.NewFunc(newFunc, resync, gvk.GroupVersion())
 		if err != nil {
 			return wrapClientGo(newFunc(f.client, resync), obj, f.opts.name+"/"+gr.String(), gr,
 				"InformerFor: what newFunc's informer lists could not be read ("+err.Error()+"); using that informer, stripped", &f.opts, f.metrics)
@@ -109,19 +111,19 @@ func (f *TypedFactory) build(obj runtime.Object, newFunc internalinterfaces.NewI
 			disc = r
 		}
 	}
-	mapping := newResourceMapping(gvk, req.resource, disc)
+	mapping := newResourceMapping(gvk, req.Resource, disc)
 	o := f.opts // a copy: newFunc's selectors apply to this informer only
 	if newFunc != nil {
 		// newFunc's informer applied its own namespace and tweak (the
 		// generated informers pass the factory's) in the inspection: what they did
 		// is in the inspected request.
-		o.labelSelector = joinSelector(o.labelSelector, req.labelSelector)
-		o.fieldSelector = joinSelector(o.fieldSelector, req.fieldSelector)
+		o.labelSelector = joinSelector(o.labelSelector, req.LabelSelector)
+		o.fieldSelector = joinSelector(o.fieldSelector, req.FieldSelector)
 		o.tweak = nil
 	}
 	return newInformer(informerConfig{
 		name:     f.opts.name + "/" + mapping.groupResource().String(),
-		src:      &restSource{client: rc, namespace: req.namespace, mapping: mapping, example: obj},
+		src:      &restSource{client: rc, namespace: req.Namespace, mapping: mapping, example: obj},
 		gr:       mapping.groupResource,
 		example:  obj,
 		indexers: indexers,

@@ -1,4 +1,8 @@
-package leanstore
+// Package inspect finds out what a client-go informer built by a NewFunc
+// lists (namespace, resource, selectors) and which indexers it has, without
+// sending anything to the API server, so that leanstore's typed factory can
+// list the same through its own list and watch.
+package inspect
 
 import (
 	"context"
@@ -20,14 +24,14 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// request is what an informer lists: the namespace ("" for all), the resource
+// Request is what an informer lists: the namespace ("" for all), the resource
 // and the selectors.
-type request struct {
-	namespace, resource          string
-	labelSelector, fieldSelector string
+type Request struct {
+	Namespace, Resource          string
+	LabelSelector, FieldSelector string
 }
 
-// inspectNewFunc finds out what the informer newFunc builds lists, without
+// NewFunc finds out what the informer newFunc builds lists, without
 // sending anything to the API server: it builds the informer with a clientset
 // whose transport answers every request locally with an empty list and
 // records it, calls the informer's own list function once, and reads the
@@ -35,31 +39,31 @@ type request struct {
 // is not client-go's shared informer (its list function cannot be reached), or
 // when its list does not go through the clientset it was given, or lists
 // another group version than gv.
-func inspectNewFunc(newFunc internalinterfaces.NewInformerFunc, resync time.Duration, gv schema.GroupVersion) (request, cache.Indexers, error) {
+func NewFunc(newFunc internalinterfaces.NewInformerFunc, resync time.Duration, gv schema.GroupVersion) (Request, cache.Indexers, error) {
 	rec := &inspectTransport{}
 	cs, err := kubernetes.NewForConfig(&rest.Config{Host: "http://leanstore-probe.invalid", Transport: rec, QPS: -1})
 	if err != nil {
-		return request{}, nil, err
+		return Request{}, nil, err
 	}
 	model := newFunc(cs, resync)
 	indexers := model.GetIndexer().GetIndexers()
 	lw, err := listerWatcherOf(model)
 	if err != nil {
-		return request{}, indexers, err
+		return Request{}, indexers, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, _ = cache.ToListerWatcherWithContext(lw).ListWithContext(ctx, metav1.ListOptions{Limit: 1})
 	r := rec.first()
 	if r == nil {
-		return request{}, indexers, errors.New("its list does not go through the clientset it is given")
+		return Request{}, indexers, errors.New("its list does not go through the clientset it is given")
 	}
 	req, rgv, err := parseRequest(r)
 	if err != nil {
-		return request{}, indexers, err
+		return Request{}, indexers, err
 	}
 	if rgv != gv {
-		return request{}, indexers, fmt.Errorf("it lists %s, not %s", rgv, gv)
+		return Request{}, indexers, fmt.Errorf("it lists %s, not %s", rgv, gv)
 	}
 	return req, indexers, nil
 }
@@ -68,7 +72,7 @@ func inspectNewFunc(newFunc internalinterfaces.NewInformerFunc, resync time.Dura
 //
 //	/api/v1[/namespaces/{ns}]/{resource}
 //	/apis/{group}/{version}[/namespaces/{ns}]/{resource}
-func parseRequest(r *http.Request) (request, schema.GroupVersion, error) {
+func parseRequest(r *http.Request) (Request, schema.GroupVersion, error) {
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	var gv schema.GroupVersion
 	switch {
@@ -77,18 +81,18 @@ func parseRequest(r *http.Request) (request, schema.GroupVersion, error) {
 	case len(parts) >= 4 && parts[0] == "apis":
 		gv, parts = schema.GroupVersion{Group: parts[1], Version: parts[2]}, parts[3:]
 	default:
-		return request{}, gv, fmt.Errorf("it lists %s, which is no resource path", r.URL.Path)
+		return Request{}, gv, fmt.Errorf("it lists %s, which is no resource path", r.URL.Path)
 	}
-	var req request
+	var req Request
 	if len(parts) == 3 && parts[0] == "namespaces" {
-		req.namespace, parts = parts[1], parts[2:]
+		req.Namespace, parts = parts[1], parts[2:]
 	}
 	if len(parts) != 1 {
-		return request{}, gv, fmt.Errorf("it lists %s, which is no collection", r.URL.Path)
+		return Request{}, gv, fmt.Errorf("it lists %s, which is no collection", r.URL.Path)
 	}
 	q := r.URL.Query()
-	req.resource = parts[0]
-	req.labelSelector, req.fieldSelector = q.Get("labelSelector"), q.Get("fieldSelector")
+	req.Resource = parts[0]
+	req.LabelSelector, req.FieldSelector = q.Get("labelSelector"), q.Get("fieldSelector")
 	return req, gv, nil
 }
 
