@@ -49,8 +49,11 @@ func NewHanded() *Handed {
 	return &Handed{byHash: map[uint64]runtime.Object{}}
 }
 
-// keyHash hashes an object key given as namespace and name.
-func keyHash(ns, name string) uint64 {
+// handedHash hashes an object key given as namespace and name, for the handed
+// set's index. It is not pkg/shard's KeyHash: that one must give every
+// replica the same value (FNV), where this one only indexes one process's
+// memory, with a seed of its own (maphash).
+func handedHash(ns, name string) uint64 {
 	var h maphash.Hash
 	h.SetSeed(handedSeed)
 	if ns != "" {
@@ -61,8 +64,8 @@ func keyHash(ns, name string) uint64 {
 	return h.Sum64()
 }
 
-// keyHashBytes is keyHash of a namespace and name read from encoded bytes.
-func keyHashBytes(ns, name []byte) uint64 {
+// handedHashBytes is handedHash of a namespace and name read from encoded bytes.
+func handedHashBytes(ns, name []byte) uint64 {
 	var h maphash.Hash
 	h.SetSeed(handedSeed)
 	if len(ns) > 0 {
@@ -109,7 +112,7 @@ func (v *Handed) getLocked(h uint64, ns, name string) (runtime.Object, bool) {
 func (v *Handed) Get(ns, name string) (runtime.Object, bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return v.getLocked(keyHash(ns, name), ns, name)
+	return v.getLocked(handedHash(ns, name), ns, name)
 }
 
 // GetBytes is Get for a namespace and name read from encoded bytes; it does
@@ -117,7 +120,7 @@ func (v *Handed) Get(ns, name string) (runtime.Object, bool) {
 func (v *Handed) GetBytes(ns, name []byte) (runtime.Object, bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	obj, ok := v.byHash[keyHashBytes(ns, name)]
+	obj, ok := v.byHash[handedHashBytes(ns, name)]
 	if !ok {
 		return nil, false
 	}
@@ -138,7 +141,7 @@ func (v *Handed) putLocked(obj runtime.Object) {
 			obj = r
 		}
 	}
-	h := keyHash(ns, name)
+	h := handedHash(ns, name)
 	old, taken := v.byHash[h]
 	if !taken {
 		v.byHash[h] = obj
@@ -155,7 +158,7 @@ func (v *Handed) putLocked(obj runtime.Object) {
 }
 
 func (v *Handed) removeLocked(ns, name string) {
-	h := keyHash(ns, name)
+	h := handedHash(ns, name)
 	if old, ok := v.byHash[h]; ok {
 		if ons, oname, _ := identify(old); ons == ns && oname == name {
 			delete(v.byHash, h)
@@ -233,7 +236,7 @@ func (v *Handed) Diff(items []runtime.Object, rv string) Changes {
 		if !ok {
 			continue
 		}
-		h := keyHash(ns, name)
+		h := handedHash(ns, name)
 		old, found := v.byHash[h]
 		if found {
 			if ons, oname, _ := identify(old); ons != ns || oname != name {

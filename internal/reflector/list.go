@@ -41,7 +41,7 @@ func listRV(reflectorRV string) string {
 // paged LIST, retrying with backoff until it succeeds or ctx ends.
 func (ls *lister) list(ctx context.Context, rv string) (listResult, error) {
 	retry := ls.c.retry
-	l := &listing{rv: rv, pace: NewPacer(ls.heapBound).Relisting(retry.Synced.Load()).ReportTo(ls.c.report),
+	l := &listRun{rv: rv, pace: NewPacer(ls.heapBound).Relisting(retry.Synced.Load()).ReportTo(ls.c.report),
 		failure: FailedAttempt{Reason: failure.InitialListFailed, Relist: retry.Synced.Load()}}
 	for {
 		if err := ls.prepare(ctx); err != nil {
@@ -78,8 +78,8 @@ func (ls *lister) list(ctx context.Context, rv string) (listResult, error) {
 	}
 }
 
-// listing is one list's state across its attempts.
-type listing struct {
+// listRun is one list's state across its attempts.
+type listRun struct {
 	// rv is the resourceVersion to list from; "" once it expired.
 	rv      string
 	pace    *Pacer
@@ -114,7 +114,7 @@ func (ls *lister) prepare(ctx context.Context) error {
 
 // streamingFailed reports a failed streaming list, waits out the backoff
 // where one is due, and says what the list does next.
-func (ls *lister) streamingFailed(ctx context.Context, l *listing, err error) listStep {
+func (ls *lister) streamingFailed(ctx context.Context, l *listRun, err error) listStep {
 	if ctx.Err() != nil {
 		return listEnded
 	}
@@ -155,7 +155,7 @@ func (ls *lister) streamingFailed(ctx context.Context, l *listing, err error) li
 
 // pagedFailed reports a failed paged LIST and waits out the backoff (probed,
 // see probeList) where one is due; false means ctx ended.
-func (ls *lister) pagedFailed(ctx context.Context, l *listing, err error) bool {
+func (ls *lister) pagedFailed(ctx context.Context, l *listRun, err error) bool {
 	if ctx.Err() != nil {
 		return false
 	}

@@ -5,20 +5,15 @@ import (
 	"sync"
 )
 
-// StreamingMode chooses how an informer lists: with a streaming list (a watch
-// with sendInitialEvents, client-go's WatchListClient) or with a paged LIST.
-// leanstore maps its own StreamingMode onto it.
+// StreamingMode chooses how an informer lists: leanstore's StreamingMode
+// (WithStreamingLists, which documents each mode), mapped onto the loop's own
+// so that this package needs nothing of leanstore.
 type StreamingMode int
 
 const (
-	// StreamingAuto tries a streaming list and falls back to a paged LIST when
-	// the server refuses it; after a refusal the factory remembers it (see
-	// StreamingState) and lists with LIST from then on.
-	StreamingAuto StreamingMode = iota
-	// StreamingOn always tries a streaming list first, at every list.
-	StreamingOn
-	// StreamingOff always lists with a paged LIST.
-	StreamingOff
+	StreamingAuto StreamingMode = iota // a streaming list until the server refuses one (see StreamingState)
+	StreamingOn                        // a streaming list first, at every list
+	StreamingOff                       // a paged LIST, always
 )
 
 func (m StreamingMode) String() string {

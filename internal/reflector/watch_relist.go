@@ -41,7 +41,7 @@ func (w *leanWatch) relist(ctx context.Context) bool {
 			}
 		}
 	}
-	if bm, ok := bookmark(w.example, res.rv, res.items); ok && !w.send(ctx, watch.Event{Type: watch.Bookmark, Object: bm}) {
+	if bm, ok := bookmarkObject(w.example, res.rv, res.items); ok && !w.send(ctx, watch.Event{Type: watch.Bookmark, Object: bm}) {
 		w.next.drop()
 		return false
 	}
@@ -65,9 +65,9 @@ func (w *leanWatch) relist(ctx context.Context) bool {
 	return true
 }
 
-// bookmark returns a bookmark object at rv, of the type of the listed objects (or
+// bookmarkObject returns a bookmark object at rv, of the type of the listed objects (or
 // the informer's example), which the reflector accepts in a watch.
-func bookmark(example runtime.Object, rv string, items []runtime.Object) (runtime.Object, bool) {
+func bookmarkObject(example runtime.Object, rv string, items []runtime.Object) (runtime.Object, bool) {
 	like := example
 	if len(items) > 0 {
 		if _, isRecord := items[0].(*Record); !isRecord {

@@ -74,7 +74,7 @@ func (w *leanWatch) flushSkipped(ctx context.Context) bool {
 	if s.pending == "" {
 		return true
 	}
-	bm, ok := bookmark(w.example, s.pending, nil)
+	bm, ok := bookmarkObject(w.example, s.pending, nil)
 	if !ok {
 		s.pending = ""
 		return true
