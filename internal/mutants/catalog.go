@@ -272,7 +272,7 @@ var Catalog = []Mutant{
 	// cached object, in place.
 	{
 		Name:   "relist-bookmark-wrong-object",
-		Where:  "internal/reflector/watch_relist.go: bookmark",
+		Where:  "internal/reflector/watch_relist.go: bookmarkObject",
 		Breaks: "the bookmark after a re-list carries no resourceVersion, and the first listed object, cached, is given the list's in place",
 		Edits: []Edit{{File: "internal/reflector/watch_relist.go",
 			Old: lines(
