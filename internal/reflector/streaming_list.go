@@ -25,24 +25,35 @@ import (
 // the wait too when it is shorter.
 var initialEventsEndWait = 10 * time.Second
 
-// streamingList runs a streaming list: a watch that first sends every object as
+// streamingList is one streaming list of an informer's objects: a watch with
+// sendInitialEvents, whose open stream it leaves in the handoff for the
+// watch that follows.
+type streamingList struct {
+	c           *conn
+	next        *handoff
+	idleTimeout time.Duration
+	// sizeHint is the last list's length, to size the result once.
+	sizeHint int
+}
+
+// list runs the streaming list: a watch that first sends every object as
 // an ADDED event, then a bookmark marking the end of the initial events. The
 // bookmark must come within initialEventsEndWait of the last event: a stream
 // that goes quiet with objects sent, that carries a change (MODIFIED or DELETED)
 // or a plain bookmark before it, or that ends cleanly without it, comes from a
 // server that does not send it, which errNoInitialEventsEnd reports.
-func (ls *lister) streamingList(ctx context.Context, rv string, pace *Pacer) (listResult, error) {
+func (sl streamingList) list(ctx context.Context, rv string, pace *Pacer) (listResult, error) {
 	// A break while the initial events stream is this list's failure; after the
 	// initial-events-end bookmark the stream carries on as the reflector's watch
 	// (see pendingStream), and a break is reported as a watch failure.
 	brk := &listBreak{}
-	w, d, err := ls.c.openWatch(ctx, streamingListOptions(rv), brk.onBroken(ls.c.watchStreamBroke(ctx)))
+	w, d, err := sl.c.openWatch(ctx, streamingListOptions(rv), brk.onBroken(sl.c.watchStreamBroke(ctx)))
 	if err != nil {
 		return listResult{}, err
 	}
-	res := listResult{items: make([]runtime.Object, 0, ls.sizeHint())}
+	res := listResult{items: make([]runtime.Object, 0, sl.sizeHint)}
 	quiet := initialEventsEndWait
-	if idle := ls.idleTimeout; idle > 0 && idle < quiet {
+	if idle := sl.idleTimeout; idle > 0 && idle < quiet {
 		quiet = idle
 	}
 	timer := time.NewTimer(quiet)
@@ -61,22 +72,22 @@ func (ls *lister) streamingList(ctx context.Context, rv string, pace *Pacer) (li
 			return res, fmt.Errorf("%w: nothing for %s after %d objects", errNoInitialEventsEnd, quiet, len(res.items))
 		case ev, ok := <-w.ResultChan():
 			if !ok {
-				return res, ls.streamEnded(brk.err(), events, len(res.items))
+				return res, sl.streamEnded(brk.err(), events, len(res.items))
 			}
 			events++
 			timer.Reset(quiet)
 			var err error
 			switch ev.Type {
 			case watch.Added:
-				err = ls.addStreamed(&res, ev.Object, d == nil, ls.c.reuses(ctx), pace)
+				err = sl.addStreamed(&res, ev.Object, d == nil, sl.c.reuses(ctx), pace)
 			case eventSkipped: // another shard's, from the lean decoder (WithShard)
-				ls.c.shard.SkippedListed()
+				sl.c.shard.SkippedListed()
 			case watch.Modified, watch.Deleted:
 				err = fmt.Errorf("%w: a %s event came after %d objects", errNoInitialEventsEnd, ev.Type, len(res.items))
 			case watch.Bookmark:
-				if err = ls.initialEventsEnd(&res, ev, d); err == nil {
+				if err = sl.initialEventsEnd(&res, ev, d); err == nil {
 					brk.listed()
-					ls.next.put(ctx, w, res.rv, d != nil)
+					sl.next.put(ctx, w, res.rv, d != nil)
 					return res, nil
 				}
 			case watch.Error:
@@ -106,27 +117,27 @@ func streamingListOptions(rv string) metav1.ListOptions {
 
 // streamEnded is the error of a streaming list whose stream closed before
 // the end of its initial events: brk, when it broke.
-func (ls *lister) streamEnded(brk error, events, items int) error {
+func (sl streamingList) streamEnded(brk error, events, items int) error {
 	switch {
 	case brk != nil:
 		return brk
 	case events == 0:
-		return fmt.Errorf("streaming list of %s ended before any event", ls.c.gr())
+		return fmt.Errorf("streaming list of %s ended before any event", sl.c.gr())
 	}
 	return fmt.Errorf("%w: the stream ended after %d objects", errNoInitialEventsEnd, items)
 }
 
 // addStreamed adds a streamed object to res; decode says it still needs
 // stripping (it does not come from the lean decoder).
-func (ls *lister) addStreamed(res *listResult, obj runtime.Object, decode, reuse bool, pace *Pacer) error {
+func (sl streamingList) addStreamed(res *listResult, obj runtime.Object, decode, reuse bool, pace *Pacer) error {
 	reused := false
 	if decode {
 		var err error
-		if obj, reused, err = ls.c.keep(obj, false, reuse); err != nil {
+		if obj, reused, err = sl.c.keep(obj, false, reuse); err != nil {
 			return err
 		}
 		if obj == nil { // another shard's (WithShard)
-			ls.c.shard.SkippedListed()
+			sl.c.shard.SkippedListed()
 			return nil
 		}
 	}
@@ -142,10 +153,10 @@ func (ls *lister) addStreamed(res *listResult, obj runtime.Object, decode, reuse
 // list's initial events. Any other bookmark is an error: a server that serves
 // streaming lists sends none before the end of the initial events, so this
 // one ignored sendInitialEvents (an API server older than 1.27).
-func (ls *lister) initialEventsEnd(res *listResult, ev watch.Event, d *wire.Decoder) error {
+func (sl streamingList) initialEventsEnd(res *listResult, ev watch.Event, d *wire.Decoder) error {
 	m, err := meta.Accessor(ev.Object)
 	if err != nil {
-		return fmt.Errorf("streaming list of %s: bookmark: %w", ls.c.gr(), err)
+		return fmt.Errorf("streaming list of %s: bookmark: %w", sl.c.gr(), err)
 	}
 	if m.GetAnnotations()[metav1.InitialEventsAnnotationKey] != "true" {
 		return errStreamingIgnored
