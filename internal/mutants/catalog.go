@@ -215,9 +215,9 @@ var Catalog = []Mutant{
 	// dropping it, as if the probe had only looked, loses an event.
 	{
 		Name:   "watch-drops-probed-event",
-		Where:  "internal/reflector/watch_run.go: (*leanWatch).run",
+		Where:  "internal/reflector/watch.go: (*leanWatch).run",
 		Breaks: "the first event of a watch resumed through a probe (after a cut or failed stream) is lost",
-		Edits: []Edit{{File: "internal/reflector/watch_run.go",
+		Edits: []Edit{{File: "internal/reflector/watch.go",
 			Old: lines(
 				"\t\tif w.peeked != nil {",
 				"\t\t\tev := *w.peeked",
@@ -241,9 +241,9 @@ var Catalog = []Mutant{
 	// the reflector takes to queue the changes, microseconds.
 	{
 		Name:   "relist-reorders-events",
-		Where:  "internal/reflector/watch_relist.go: (*leanWatch).relist",
+		Where:  "internal/reflector/watch.go: (*leanWatch).relist",
 		Breaks: "a re-list hands its DELETED events (at the list's resourceVersion) before its ADDED and MODIFIED (older): the informer's resourceVersion goes back while they are queued",
-		Edits: []Edit{{File: "internal/reflector/watch_relist.go",
+		Edits: []Edit{{File: "internal/reflector/watch.go",
 			Old: "range [][]watch.Event{diff.Changed, diff.Deleted} {",
 			New: "range [][]watch.Event{diff.Deleted, diff.Changed} {"}},
 		Cmd: harness,
@@ -272,9 +272,9 @@ var Catalog = []Mutant{
 	// cached object, in place.
 	{
 		Name:   "relist-bookmark-wrong-object",
-		Where:  "internal/reflector/watch_relist.go: bookmarkObject",
+		Where:  "internal/reflector/bookmark.go: bookmarkObject",
 		Breaks: "the bookmark after a re-list carries no resourceVersion, and the first listed object, cached, is given the list's in place",
-		Edits: []Edit{{File: "internal/reflector/watch_relist.go",
+		Edits: []Edit{{File: "internal/reflector/bookmark.go",
 			Old: lines(
 				"\tm, err := meta.Accessor(obj)",
 				"\tif err != nil {",

@@ -16,15 +16,15 @@ import (
 // methods client-go's reflector calls. Its work is split by stage, each file
 // using only those below it:
 //
-//   - list.go: a complete list (lister, lister.go), by a streaming list
-//     (list_streaming.go) or a paged LIST (list_paged.go), each object
-//     stripped as soon as it is decoded, or replaced by the handed object
-//     when it is unchanged (conn.keep);
-//   - watch_run.go: the watch (leanWatch, watch.go), resumed through probes
-//     (watch_probe.go), the re-list inside it after a 410 (watch_relist.go),
-//     which calls the informer's one list function and hands client-go only
-//     the differences from what it already has (handed.go), and the events
-//     of other shards (watch_shard.go, skips.go);
+//   - lister.go: a complete list (lister), by a streaming list
+//     (streamingList, streaming_list.go) or a paged LIST (pagedList,
+//     paged_list.go), each object stripped as soon as it is decoded, or
+//     replaced by the handed object when it is unchanged (conn.keep);
+//   - watch.go: the watch (leanWatch), resumed through probes
+//     (watchProbe, watch_probe.go), the re-list inside it after a 410, which
+//     calls the informer's one list function and hands client-go only the
+//     differences from what it already has (handed.go), and the events of
+//     other shards (shardSkips, skips.go);
 //   - handoff.go: what a list leaves the next watch, a streaming list's open
 //     stream, and what a cut re-list leaves the next WatchWithContext;
 //   - conn.go: the source, the lean protobuf decoder (internal/wire, through
