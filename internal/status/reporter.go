@@ -138,6 +138,8 @@ func (t *Reporter) OK() {
 	t.mu.Unlock()
 }
 
+// Listed records a completed list: its path and why it was chosen, the
+// objects it held and how many of them were unchanged and kept.
 func (t *Reporter) Listed(path reflector.ListPath, reason string, count, reused int) {
 	t.mu.Lock()
 	t.st.ListPath = path
