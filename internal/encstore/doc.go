@@ -5,17 +5,14 @@
 //
 // # Why
 //
-// A decoded Pod of cachetune's dataset costs about 20 KB of heap in
-// client-go's store (17.4 KB with leanstore's stripping and interning).
-// leanstore's sharing brings it to 3.5 KB by making equal parts of Pods one
-// value, which code that changes a cached object in place (client-go forbids
-// it, but it happens) corrupts for every Pod sharing the part. The same Pod,
-// stripped and encoded as protobuf, is about 4.6 KB; compressed with a
-// dictionary trained on the first Pods of the informer, about 0.8 KB; with its
-// key, resourceVersion and index entries, 1.3 to 1.4 KB of heap per Pod in
-// all. Every figure here comes from this package's benchmarks
-// (bench_test.go), run on a busy shared machine: their ratios hold, their
-// times are several times a quiet machine's.
+// A decoded Pod is mostly strings, slices and maps, each with its own header
+// and allocation; the same Pod encoded as protobuf, with managedFields and
+// last-applied already cut, is a few kilobytes, and compressed with a
+// dictionary trained on the first Pods of the informer, a fraction of that.
+// leanstore's sharing also makes a cache small, by making equal parts of
+// Pods one value, but code that changes a cached object in place (client-go
+// forbids it, but it happens) then corrupts every Pod sharing the part; here
+// every read is a private decode.
 //
 // # How
 //
@@ -54,38 +51,15 @@
 //
 // # What it costs
 //
-// Measured with
-//
-//	go test -run '^$' -bench . -benchmem -benchtime 4000x ./internal/encstore/
-//
-// on 10,000 Pods in 100 namespaces, on a shared 2-core machine whose load
-// average was about 24: times are several times a quiet machine's, and only
-// their ratios, taken within one run, are meant to hold.
-//
-//   - Heap per Pod, store, index and keys included: client-go 19.6 KB; plain
-//     protobuf 5.1 KB; zstd without a dictionary 2.4 KB; S2Dict 1.3 to 1.4
-//     KB (1.0 KB of it the kept bytes); ZstdDict 1.4 KB (0.8 KB kept). Pods
-//     that each have their own spec cost the same. A full hot cache adds its
-//     budget (4 MiB: 0.4 KB per Pod at 10,000).
-//   - Get, median, against decoding the Pod's stripped bytes (1.0): from the
-//     hot cache 0.9 (a DeepCopy; client-go's DeepCopy of its shared Pod,
-//     1.1); decoding with S2Dict 1.3, with ZstdDict 2.0; decoding the Pod as
-//     the API server sends it (managedFields and last-applied included) 1.2.
-//     A cold Get with S2Dict costs about the decode an informer pays for
-//     every object it receives; client-go's Get without a copy, 0.05.
-//   - Storing a changed Pod (a watch's update): encoding and compressing,
-//     about 1.3 decodes with S2Dict, three to four with ZstdDict;
-//     client-go stores a pointer, at about a fortieth of it.
-//   - A re-list of the 10,000 Pods, a tenth of them changed
-//     (BenchmarkRelist): 1.8 times the CPU of client-go's Replace, in place;
-//     3.9 MB of garbage against client-go's 1.8 MB (its new map and index,
-//     built beside the old ones).
-//   - A reconcile that Gets a Pod and Lists its namespace (100 Pods): 1.15
-//     times client-go with a DeepCopy of every Pod read, 90 times client-go
-//     without copies (CPU time).
-//   - A List of the whole store decodes every Pod: about 1,400 times
-//     client-go's List, which copies 10,000 pointers, and 250 MB allocated.
-//     This is the worst case.
+// docs/memory.md ("Choosing the encoded store, sharing or the defaults")
+// gives the figures with the files they come from: bytes per object, sync CPU
+// and peaks beside client-go and leanstore's other modes
+// (bench/results/cachebench-encoded.txt), and this package's benchmarks of
+// Get, a reconcile and a List of everything (bench/results/encstore-bench.txt,
+// whose header has the commands). In short: the smallest typed cache
+// leanstore has; a cold Get costs about the decode an informer pays for every
+// object it receives; storing a changed object costs an encode; a List of the
+// whole store decodes every object, the worst case.
 //
 // # Choosing it
 //
