@@ -88,7 +88,7 @@ BENCH_EVENTS_RATES ?= 100,1000,5000
 
 bench-events: apiserver ## the steady state: what a watch event costs each mode at BENCH_EVENTS_RATES writes/s (about 40 minutes; report in out/events/, table in out/events.txt)
 	@mkdir -p out/events
-	$(GO) run ./cmd/cachebench run --relists 0 --events $(BENCH_EVENTS_RATES) --modes '$(BENCH_EVENTS_MODES)' --out out/events > out/events.txt; \
+	$(GO) run ./cmd/cachebench run --relists 0 --events $(BENCH_EVENTS_RATES) --modes '$(BENCH_EVENTS_MODES)' --out-dir out/events > out/events.txt; \
 		rc=$$?; cat out/events.txt; exit $$rc
 
 listcost: apiserver ## what an initial list of 10,000 Pods costs the server: resourceVersion=0, consistent paged and streaming, watch cache on and off (about 10 minutes; bench/results/initial-list-cost.txt)
