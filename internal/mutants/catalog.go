@@ -40,11 +40,11 @@ var (
 		Timeout: 15 * time.Minute,
 		Reason:  harness.Reason,
 	}
-	// shardPackage is leanstore's own tests of sharding that need no API
-	// server: the shard filter and the re-list diff after a rebalance
-	// (shard_test.go; the split of a list page and of watch events is
-	// internal/reflector's, shard_decode_test.go).
-	shardPackage = Command{Pkg: "./pkg/leanstore/", Run: "^TestShard", Short: true, Timeout: 5 * time.Minute,
+	// shardPackage is the shard filter's own tests, which need no API
+	// server: the filter and the re-list diff after a rebalance
+	// (internal/shardfilter, filter_test.go; the split of a list page and of
+	// watch events is internal/reflector's, shard_decode_test.go).
+	shardPackage = Command{Pkg: "./internal/shardfilter/", Run: "^TestShard", Short: true, Timeout: 5 * time.Minute,
 		Reason: shardReason}
 	// shardUnion is the harness's sharding program: replica processes split
 	// the Pods while the writer writes, one is killed and one joins, and the
@@ -56,8 +56,9 @@ var (
 	// client-go's indexer (store_test.go, store_diff_test.go).
 	encstorePackage = Command{Pkg: "./internal/encstore/", Run: ".", Short: true, Timeout: 5 * time.Minute}
 	// shardReason finds a failed check of either: the line of the test
-	// file that does not start with a count (TestShardUnion's summary).
-	shardReason = `(?m)shard_test\.go:\d+: ([^\d\s].*)$`
+	// file (filter_test.go, conformance's shard_test.go) that does not start
+	// with a count (TestShardUnion's summary).
+	shardReason = `(?m)(?:shard|filter)_test\.go:\d+: ([^\d\s].*)$`
 )
 
 // lines joins source lines: snippets span several lines of gofmt'ed code.
