@@ -438,8 +438,16 @@ var quotes = []quote{
 		[]string{`"seedSeconds":`, "57.795969431"}},
 	{resultsDoc, "24 mutants, 24 caught, 0 missed", "bench/results/mutants.md",
 		[]string{"24 mutants:", "24 caught, 0 missed"}},
-	{resultsDoc, "The run took 33 min 18 s", "bench/results/mutants.md",
-		[]string{"Run of", "33m18s"}},
+	{resultsDoc, "The run took 24 min 8 s", "bench/results/mutants.md",
+		[]string{"Run of", "24m8s"}},
+	{resultsDoc, "Whole run 6 min 53 s, seeding included (64 s)", "bench/results/cachebench-layers.json",
+		[]string{`"seedSeconds":`, "63.76964853"}},
+	{resultsDoc, "achieved 143 to 288 writes/s at the two higher rates", "bench/results/cachebench-events.txt",
+		[]string{"client-go/typed-strip-mf-la/stream", " 143 "}},
+	{resultsDoc, "achieved 143 to 288 writes/s at the two higher rates", "bench/results/cachebench-events.txt",
+		[]string{"leanstore/typed-strip-mf-la-nobound/stream", " 288 "}},
+	{resultsDoc, "200 seeds, 199 passed; seed 8178 missed", "bench/results/conformance-layers.txt",
+		[]string{"seed 8178: FAILED"}},
 
 	// docs/memory.md, how often the committed runs sampled the heap.
 	{memory, "The reference, defaults, controller-runtime and scale runs sampled every 5 ms, the encoded and speed runs every 2 ms", "bench/results/cachebench-defaults.json",
