@@ -150,7 +150,7 @@ controller-runtime's client deep-copies each unless UnsafeDisableDeepCopy.`, std
 	churn := fs.String("churn", "", "fraction of the objects changed before each re-list, comma-separated, one per re-list (default 0,0.1; 0s on a cluster without --seed)")
 	fs.Uint64Var(&o.Plan.ChurnSeed, "churn-seed", o.Plan.ChurnSeed, "seed that picks the objects --churn changes")
 	sizes := fs.String("sizes", "", "scale run: Pod counts to measure at, comma-separated, e.g. 1000,10000 (the dataset grows from one to the next; local server only)")
-	fs.StringVar(&o.CPUProfiles, "cpu-profiles", "", "directory for a CPU profile of each mode's initial sync (<mode>.<resources>.sync.pprof)")
+	fs.StringVar(&o.CPUProfiles, "cpu-profiles", "", "directory for a CPU profile of each mode's initial sync (<mode>.<resources>.sync.pprof) and, with --events, of its event steps (<mode>.<resources>.events.pprof)")
 	events, eventStep := fs.String("events", "", eventsUsage), fs.Duration("event-step", 30*time.Second, "how long --events holds each rate")
 	fs.Func("sample-every", fmt.Sprintf("heap and RSS sampling interval (default %s)", o.Plan.SampleEvery.D()), func(v string) error { return parseDuration(v, &o.Plan.SampleEvery) })
 	settle := fs.Duration("settle", o.Plan.Settle.D(), "wait after the sync and after each re-list before reading the live heap")

@@ -56,7 +56,7 @@ func TestRunEvents(t *testing.T) {
 	code, stdout, stderr := cachebench(t, "run",
 		"--kubeconfig", kubeconfigFor(t, apiserver.AdminUser, ""), "--seed", "--pods", "300", "--server-pid", fmt.Sprint(srv.PID),
 		"--modes", "client-go/typed/stream,leanstore/metadata-lean/stream", "--relists", "0", "--events", "20,100", "--event-step", "2s",
-		"--idle", "200ms", "--settle", "300ms", "--out-dir", out)
+		"--idle", "200ms", "--settle", "300ms", "--out-dir", out, "--cpu-profiles", filepath.Join(out, "prof"))
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
@@ -123,6 +123,15 @@ func TestRunEvents(t *testing.T) {
 	for _, want := range []string{"writes/s asked", "writes/s achieved", "p99 ms", "CPU µs/event"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("the table does not show %q", want)
+		}
+	}
+	// A CPU profile of each mode's sync and one of its event steps.
+	for _, mode := range []string{"client-go_typed_stream", "leanstore_metadata-lean_stream"} {
+		for _, part := range []string{"sync", "events"} {
+			p := filepath.Join(out, "prof", mode+".pods."+part+".pprof")
+			if st, err := os.Stat(p); err != nil || st.Size() == 0 {
+				t.Errorf("CPU profile %s: %v (want a profile)", filepath.Base(p), err)
+			}
 		}
 	}
 	html, err := os.ReadFile(htmlPath)

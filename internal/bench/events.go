@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
+	"runtime/pprof"
+	"strings"
 	"time"
 
 	"github.com/cachetune/cachetune/pkg/profile"
@@ -150,6 +153,12 @@ func (m *measurement) events(ctx context.Context) error {
 	idle.t1, idle.rt1, idle.cpu1 = m.since(), profile.ReadRuntime(), selfCPU()
 	phase.IdleCPUPerSecond = (idle.cpu1 - idle.cpu0).Seconds() / (idle.t1 - idle.t0).Seconds()
 	m.mark(idle.t0, "events idle")
+	stopProfile, err := m.eventsProfile()
+	if err != nil {
+		phase.Error = err.Error()
+		return nil
+	}
+	defer stopProfile()
 	for k := 1; k <= len(plan.Rates); k++ {
 		st, tm := m.eventStep(ctx, rec, k)
 		phase.Steps = append(phase.Steps, st)
@@ -161,6 +170,27 @@ func (m *measurement) events(ctx context.Context) error {
 	runtime.GC()
 	phase.LiveHeapAfter = heapObjects()
 	return nil
+}
+
+// eventsProfile starts a CPU profile of the events phase's steps, beside the sync's
+// (<mode>.<resources>.events.pprof), when the sync's was asked for; the
+// function it returns stops it.
+func (m *measurement) eventsProfile() (func(), error) {
+	if m.spec.CPUProfile == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(strings.TrimSuffix(m.spec.CPUProfile, ".sync.pprof") + ".events.pprof")
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("start a CPU profile of the events phase: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close() // a profile that fails to close loses only itself
+	}, nil
 }
 
 // eventsSetup asks the parent for the writer's Pods and waits until the

@@ -36,7 +36,8 @@ type MeasureSpec struct {
 	// writes at the plan's k-th rate and returns what it wrote.
 	Write func(ctx context.Context, step int) (EventsAnswer, error)
 	// CPUProfile, when set, is a file to write a CPU profile of the initial
-	// sync to (from the informers' start to HasSynced).
+	// sync to (from the informers' start to HasSynced); with an events phase,
+	// its steps go to a second file beside it (.events.pprof for .sync.pprof).
 	CPUProfile string
 	// Events, when set, receives progress.
 	Events func(Event)
