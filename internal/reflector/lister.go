@@ -39,6 +39,10 @@ type lister struct {
 	streamingWhy string
 	refusals     *StreamingState
 
+	// takenIn reports whether the informer has taken in its first list (its
+	// HasSynced); nil until set (ListWatch.GuardHandOver).
+	takenIn func() bool
+
 	mu sync.Mutex
 	// lastCount is the size of the last list, to size the next one's slice.
 	lastCount int
@@ -113,7 +117,7 @@ func (ls *lister) list(ctx context.Context, rv string) (listResult, error) {
 			sl := streamingList{c: ls.c, next: ls.next, idleTimeout: ls.idleTimeout, sizeHint: ls.sizeHint()}
 			res, err := sl.list(ctx, l.rv, l.pace)
 			if err == nil {
-				l.pace.Finish()
+				ls.finish(ctx, l)
 				return ls.listed(res, ListPathStreaming, ls.refusals.streamingReason()), nil
 			}
 			switch ls.streamingFailed(ctx, l, err) {
@@ -125,7 +129,7 @@ func (ls *lister) list(ctx context.Context, rv string) (listResult, error) {
 		}
 		res, err := pagedList{c: ls.c, pageSize: ls.pageSize, sizeHint: ls.sizeHint()}.list(ctx, l.rv, l.pace)
 		if err == nil {
-			l.pace.Finish()
+			ls.finish(ctx, l)
 			why := l.pagedWhy
 			if why == "" {
 				why = ls.pagedReason()
@@ -135,6 +139,15 @@ func (ls *lister) list(ctx context.Context, rv string) (listResult, error) {
 		if !ls.pagedFailed(ctx, l, err) {
 			return listResult{}, ctx.Err()
 		}
+	}
+}
+
+// finish ends a successful list: the pacer collects the list's garbage and,
+// for a first list, guards the heap while the informer takes the list in.
+func (ls *lister) finish(ctx context.Context, l *listRun) {
+	l.pace.Finish()
+	if !l.failure.Relist {
+		l.pace.GuardHandOver(ctx, ls.takenIn)
 	}
 }
 

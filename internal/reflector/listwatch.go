@@ -78,6 +78,12 @@ func New(cfg Config) *ListWatch {
 	}
 }
 
+// GuardHandOver gives the list the informer's HasSynced (takenIn): until it
+// reports true, the heap bound stays on after the first list, while the
+// informer takes in what the list handed it (Pacer.GuardHandOver). Call it
+// before the informer runs.
+func (lw *ListWatch) GuardHandOver(takenIn func() bool) { lw.lister.takenIn = takenIn }
+
 // IsWatchListSemanticsUnSupported tells client-go's reflector to call List rather
 // than run its own streaming list: ListWatch streams inside List.
 func (lw *ListWatch) IsWatchListSemanticsUnSupported() bool { return true }

@@ -1,10 +1,12 @@
 package reflector
 
 import (
+	"context"
 	"math"
 	"os"
 	"runtime"
 	rtmetrics "runtime/metrics"
+	"time"
 )
 
 // Pacer runs between the objects of a list. Every few objects it lets other
@@ -177,6 +179,69 @@ func (p *Pacer) Finish() {
 // finishMinGarbage is the garbage below which Finish does not collect: less than
 // a collection's own cost.
 const finishMinGarbage = 256 << 10
+
+// GuardHandOver keeps the bound after a first list's Finish, while the
+// informer takes in what the list handed it, until handOverGrace after takenIn
+// reports that it has (the informer's HasSynced), ctx ends or maxHandOver has
+// passed. It returns at once; the guard runs in a goroutine of its own, which
+// reads the heap every handOverEvery and collects when the heap in use exceeds
+// a fifth of the bound's margin over the live heap the last collection found
+// (1.05 times it for a bound of 1.25) by more than finishMinGarbage, within
+// the list's maximum of forced collections. The pacer must not be used by
+// anything else once guarded.
+//
+// client-go's hand-over allocates for every object (the FIFO's deltas, the
+// indexer's key and index entries, the handlers' notifications: a few hundred
+// bytes each), all of it after Finish's collection and most of it garbage by
+// the time the informer has synced; for a cache of small objects that is a
+// third or more of the live heap, which the runtime, paced from Finish's
+// collection, lets pile up (docs/memory.md, "The start-up peak of small
+// caches").
+func (p *Pacer) GuardHandOver(ctx context.Context, takenIn func() bool) {
+	if p.bound <= 0 || p.off != "" || takenIn == nil || takenIn() {
+		return
+	}
+	// A fifth of the bound's margin: during the hand-over nearly all that is
+	// above the live heap is garbage, so an early collection finds plenty,
+	// and the heap goes on growing for tens of milliseconds before the
+	// guard's goroutine gets a CPU to read it (bench/results/
+	// handover-guard.txt compares half the margin and a fifth).
+	handOver := 1 + (p.bound-1)/5
+	go func() {
+		t := time.NewTicker(handOverEvery)
+		defer t.Stop()
+		deadline := time.Now().Add(maxHandOver)
+		var takenAt time.Time // when takenIn first reported true
+		for now := time.Now(); now.Before(deadline); now = time.Now() {
+			if takenAt.IsZero() && takenIn() {
+				takenAt = now
+			}
+			if !takenAt.IsZero() && now.Sub(takenAt) >= handOverGrace {
+				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			p.collectAbove(handOver, finishMinGarbage, maxForcedPerList, false)
+		}
+	}()
+}
+
+const (
+	// handOverEvery is how often GuardHandOver reads the heap: a read costs
+	// about half a microsecond, and the hand-over of 10,000 small objects
+	// takes tens of milliseconds.
+	handOverEvery = time.Millisecond
+	// handOverGrace is how long the guard goes on once the informer has
+	// taken the list in: its handlers receive the list's notifications
+	// after that, and allocate for them too.
+	handOverGrace = 250 * time.Millisecond
+	// maxHandOver ends a guard whose informer never reports that it took the
+	// list in (its handlers blocked, say).
+	maxHandOver = time.Minute
+)
 
 // collectAbove runs a collection when the heap bound applies, fewer than max
 // collections were forced in this list, and the heap in use exceeds bound times

@@ -1,6 +1,7 @@
 package reflector
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"os"
@@ -10,7 +11,13 @@ import (
 	rtmetrics "runtime/metrics"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/cachetune/cachetune/internal/leakcheck"
 )
 
 // testReporter records what a pacer reports, as leanstore's status reporter does in
@@ -431,4 +438,73 @@ func TestPacerBoundsARelistByTheHeapItEndsWith(t *testing.T) {
 	if forced == 0 {
 		t.Error("the re-list forced no collection")
 	}
+}
+
+// handOverSink keeps the garbage of TestPacerGuardsTheHandOver on the heap.
+var handOverSink []byte
+
+// TestPacerGuardsTheHandOver plays what follows a first list: Finish
+// collects, then the informer takes the list in and makes garbage the
+// runtime, paced from Finish's collection, would let pile up to about the live
+// heap. The guard must collect it while the informer has not taken the list
+// in, and its goroutine must end once it has, or once the list's context
+// ends.
+func TestPacerGuardsTheHandOver(t *testing.T) {
+	processOwnsGC(t)
+	leakcheck.Check(t)
+	before := append(leakcheck.Options(), goleak.IgnoreCurrent())
+	ballast := make([][]byte, 8) // 8 MB live: the runtime's own collection comes after about 8 MB of garbage
+	for i := range ballast {
+		ballast[i] = make([]byte, 1<<20)
+	}
+	defer runtime.KeepAlive(ballast)
+	// handOver returns a counter of the collections the guard forced.
+	handOver := func(takenIn func() bool) (func() int64, func()) {
+		ctx, cancel := context.WithCancel(context.Background())
+		tr := &testReporter{}
+		p := NewPacer(1.25).ReportTo(tr)
+		p.Finish()
+		runtime.GC()
+		finished, _ := tr.status() // Finish's own collection, if it ran one
+		p.GuardHandOver(ctx, takenIn)
+		// 4 MB of garbage: above the guard's threshold (1.05 times 8 MB, plus Finish's
+		// minimum), below the runtime's own goal.
+		for range 64 {
+			handOverSink = make([]byte, 64<<10)
+		}
+		handOverSink = nil
+		return func() int64 { n, _ := tr.status(); return n - finished }, cancel
+	}
+
+	var taken atomic.Bool
+	forced, cancel := handOver(taken.Load)
+	defer cancel()
+	if !eventually(10*time.Second, func() bool { return forced() > 0 }) {
+		t.Fatal("the guard forced no collection while the informer took the list in")
+	}
+	taken.Store(true) // the guard's goroutine ends, before the list's context does
+	if err := goleak.Find(before...); err != nil {
+		t.Errorf("the guard goes on after the informer took the list in: %v", err)
+	}
+
+	// Taken in before the guard starts: nothing to guard.
+	forced, cancel = handOver(func() bool { return true })
+	defer cancel()
+	if n := forced(); n != 0 {
+		t.Errorf("%d collections forced after the informer had taken the list in", n)
+	}
+
+	// Never taken in: the list's context ends the guard.
+	_, cancel = handOver(func() bool { return false })
+	cancel()
+}
+
+// eventually polls cond until it is true or d has passed.
+func eventually(d time.Duration, cond func() bool) bool {
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return cond()
 }

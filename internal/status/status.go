@@ -39,7 +39,8 @@ type Status struct {
 	WatchesStarted  int64                    `json:"watchesStarted"`
 	StalledWatches  int64                    `json:"stalledWatches"`
 	// ForcedGCs counts the garbage collections the heap bound ran during lists
-	// (WithHeapBound), at most maxForcedPerList a list.
+	// and while the informer took in its first list (WithHeapBound), at most
+	// maxForcedPerList a list.
 	ForcedGCs int64 `json:"forcedGCs"`
 	// HeapBoundOff says why the heap bound did not apply to the last list,
 	// e.g. "GOGC is set in the environment"; empty when it applied.

@@ -50,7 +50,8 @@
 //     resourceVersion when a watch starts) go through client-go's re-list.
 //   - A heap bound during lists (WithHeapBound, default 1.25): the list collects
 //     garbage itself when the heap passes the bound, instead of letting it reach
-//     twice the live heap, at most 256 times a list, and only in a process that
+//     twice the live heap, and goes on watching the heap while the informer
+//     takes in its first list, at most 256 times a list, and only in a process that
 //     has not chosen its own GC policy (GOGC, GOMEMLIMIT, debug.SetGCPercent or
 //     debug.SetMemoryLimit): leanstore reads those settings and never writes
 //     them. Status.ForcedGCs counts the collections it ran.

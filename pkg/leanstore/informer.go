@@ -117,6 +117,7 @@ func newInformer(cfg informerConfig, o *options, state *reflector.StreamingState
 	if inner == nil {
 		inner = cache.NewSharedIndexInformerWithOptions(lw, cfg.example, sio)
 	}
+	lw.GuardHandOver(inner.HasSynced)
 	tr.SetReflector(standInReflector(lw, cfg.example, cfg.name))
 	inf := &Informer{SharedIndexInformer: inner, name: cfg.name, resource: cfg.gr(), lw: lw, shard: shard, handed: handed,
 		strip: strip, reporter: tr, invalid: invalid}

@@ -394,7 +394,14 @@ func WithDegradedAfter(n int) Option {
 
 // WithHeapBound bounds the heap while an informer lists: when the heap in use
 // grows past bound times the live heap (and by at least 2 MiB), the list runs a
-// garbage collection before it goes on, and once more at its end. The default,
+// garbage collection before it goes on, and once more at its end. After the
+// informer's first list it goes on watching the heap from a goroutine of its
+// own while the informer takes the list in (until a quarter of a second after
+// HasSynced, or the informer's stop), collecting at a fifth of the bound's margin:
+// client-go's hand-over allocates a few hundred bytes per object, most of it
+// garbage by the time the informer has synced, which in a cache of small
+// objects was a third of the live heap (docs/memory.md, "The start-up peak of
+// small caches"). The default,
 // 1.25, keeps the start-up and re-list peaks near the cache's own size instead
 // of about twice the live heap (GOGC=100), for the collections it forces:
 // docs/memory.md ("The defaults, measured") gives the peaks and the forced
