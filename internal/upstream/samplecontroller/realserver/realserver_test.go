@@ -164,15 +164,16 @@ func TestControllerOnRealAPIServer(t *testing.T) {
 		t.Errorf("Deployment informer's list path = %q, want leanstore's streaming or paged list", st.ListPath)
 	}
 	t.Logf("Deployment informer: list path %q (%s)", st.ListPath, st.ListPathReason)
-	cached, err := deployments.Lister().Deployments(ns).Get("example-foo")
-	if err != nil {
-		t.Fatalf("lister: %v", err)
-	}
+	// The server has the scaled Deployment; its watch event reaches the cache
+	// a moment later.
+	var cached *appsv1.Deployment
+	poll(t, ctx, "the cached Deployment example-foo to have 2 replicas", func() (bool, error) {
+		var err error
+		cached, err = deployments.Lister().Deployments(ns).Get("example-foo")
+		return err == nil && *cached.Spec.Replicas == 2, err
+	})
 	if n := len(cached.ManagedFields); n != 0 {
 		t.Errorf("cached Deployment example-foo has %d managedFields entries, want them stripped", n)
-	}
-	if got := *cached.Spec.Replicas; got != 2 {
-		t.Errorf("cached Deployment example-foo: %d replicas, want 2", got)
 	}
 }
 
