@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
-	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -153,7 +151,12 @@ func (m *measurement) events(ctx context.Context) error {
 	idle.t1, idle.rt1, idle.cpu1 = m.since(), profile.ReadRuntime(), selfCPU()
 	phase.IdleCPUPerSecond = (idle.cpu1 - idle.cpu0).Seconds() / (idle.t1 - idle.t0).Seconds()
 	m.mark(idle.t0, "events idle")
-	stopProfile, err := m.eventsProfile()
+	// A CPU profile of the steps, beside the sync's (.events.pprof for .sync.pprof).
+	var eventsProfile string
+	if m.spec.CPUProfile != "" {
+		eventsProfile = strings.TrimSuffix(m.spec.CPUProfile, ".sync.pprof") + ".events.pprof"
+	}
+	stopProfile, err := startCPUProfile(eventsProfile)
 	if err != nil {
 		phase.Error = err.Error()
 		return nil
@@ -170,27 +173,6 @@ func (m *measurement) events(ctx context.Context) error {
 	runtime.GC()
 	phase.LiveHeapAfter = heapObjects()
 	return nil
-}
-
-// eventsProfile starts a CPU profile of the events phase's steps, beside the sync's
-// (<mode>.<resources>.events.pprof), when the sync's was asked for; the
-// function it returns stops it.
-func (m *measurement) eventsProfile() (func(), error) {
-	if m.spec.CPUProfile == "" {
-		return func() {}, nil
-	}
-	f, err := os.Create(strings.TrimSuffix(m.spec.CPUProfile, ".sync.pprof") + ".events.pprof")
-	if err != nil {
-		return nil, err
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		_ = f.Close()
-		return nil, fmt.Errorf("start a CPU profile of the events phase: %w", err)
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		_ = f.Close() // a profile that fails to close loses only itself
-	}, nil
 }
 
 // eventsSetup asks the parent for the writer's Pods and waits until the

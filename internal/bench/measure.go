@@ -256,24 +256,36 @@ func (m *measurement) stopCaches() {
 	m.caches = nil
 }
 
+// startCPUProfile starts a CPU profile written to path ("" for none) and
+// returns the function that stops it, which may be called more than once.
+func startCPUProfile(path string) (func(), error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("start a CPU profile: %w", err)
+	}
+	return sync.OnceFunc(func() {
+		pprof.StopCPUProfile()
+		_ = f.Close() // a profile that fails to close loses only itself
+	}), nil
+}
+
 // sync starts the caches and waits for them to sync (under a CPU profile when
 // asked), lets them settle and reads the live heap: the initial-sync window.
 func (m *measurement) sync(ctx context.Context, cfg *rest.Config) (listTimes, error) {
 	res, plan := m.res, m.plan
 	var w listTimes
-	stopProfile := func() {}
-	if m.spec.CPUProfile != "" {
-		f, err := os.Create(m.spec.CPUProfile)
-		if err != nil {
-			return w, err
-		}
-		defer func() { _ = f.Close() }() // a profile that fails to close loses only itself
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return w, fmt.Errorf("start a CPU profile: %w", err)
-		}
-		stopProfile = sync.OnceFunc(pprof.StopCPUProfile)
-		defer stopProfile()
+	stopProfile, err := startCPUProfile(m.spec.CPUProfile)
+	if err != nil {
+		return w, err
 	}
+	defer stopProfile()
 	w.rt0, w.cpu0 = profile.ReadRuntime(), selfCPU()
 	w.t0 = m.since()
 	m.emit(Event{Kind: "syncing"})
