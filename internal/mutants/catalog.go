@@ -156,6 +156,30 @@ var Catalog = []Mutant{
 			New: ""}},
 		Cmd: harness,
 	},
+	// Sharing walks a MODIFIED object beside the version the cache holds and
+	// takes the cached version's part where it is canonical and equal;
+	// trusting the place without comparing keeps the old part.
+	{
+		Name:   "share-prev-without-compare",
+		Where:  "internal/shrink/sharer.go: (*sharer).canonicalPrev",
+		Breaks: "a changed part (labels, containers) that the cached version held canonical keeps the cached version's value: the cache shows the old labels or spec (WithSharing)",
+		Edits: []Edit{{File: "internal/shrink/sharer.go",
+			Old: "if e.n != n || (n >= 0 && prev.Len() != n) || !equalValues(v, prev) {",
+			New: "if e.n != n || (n >= 0 && prev.Len() != n) {"}},
+		Cmd: harness,
+	},
+	// The same for the cached version's own parts, taken after the new
+	// version's parts are walked: without the comparison, every own part of
+	// the old version (its status) stays.
+	{
+		Name:   "share-own-prev-without-compare",
+		Where:  "internal/shrink/sharer.go: (*sharer).ownPrev",
+		Breaks: "a changed part that only the cached version held (a Pod's status conditions, its IPs) keeps the cached version's value (WithSharing)",
+		Edits: []Edit{{File: "internal/shrink/sharer.go",
+			Old: "if dataPointer(v) == dataPointer(prev) || !equalValues(v, prev) {",
+			New: "if dataPointer(v) == dataPointer(prev) {"}},
+		Cmd: harness,
+	},
 	// Two edits: a hash of a map's string values that reads their first
 	// four bytes only (a cheaper hash, harmless while lookup compares) and
 	// a lookup that trusts the hash (a faster lookup, harmless while the

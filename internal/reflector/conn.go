@@ -159,7 +159,11 @@ func (c *conn) keep(obj runtime.Object, copyOut, reuse bool) (runtime.Object, bo
 
 // stripped returns obj through the shrink pipeline.
 func (c *conn) stripped(obj runtime.Object) (runtime.Object, error) {
-	out, err := c.strip.Apply(obj, c.gr())
+	var prev any
+	if c.strip.Share {
+		prev = c.handed.Previous(obj)
+	}
+	out, err := c.strip.ApplyAfter(obj, prev, c.gr())
 	if err != nil {
 		return nil, err
 	}

@@ -115,6 +115,23 @@ func (v *Handed) Get(ns, name string) (runtime.Object, bool) {
 	return v.getLocked(handedHash(ns, name), ns, name)
 }
 
+// Previous returns the handed object of obj's key for sharing to compare obj
+// with (shrink.Pipeline.ApplyAfter), or nil: none handed, a nil set, or an
+// encoded store's, whose set keeps records.
+func (v *Handed) Previous(obj runtime.Object) any {
+	if v == nil || v.Compact {
+		return nil
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil
+	}
+	if old, ok := v.Get(m.GetNamespace(), m.GetName()); ok && old != obj {
+		return old
+	}
+	return nil
+}
+
 // GetBytes is Get for a namespace and name read from encoded bytes; it does
 // not allocate unless the key's hash collides with another key's.
 func (v *Handed) GetBytes(ns, name []byte) (runtime.Object, bool) {

@@ -67,7 +67,11 @@ func (c *wireCaller) Cached(id wire.Identity) (runtime.Object, bool) {
 // Finish runs the rest of the stripping on a decoded object: prunes, the
 // user's transform, interning and sharing.
 func (c *wireCaller) Finish(obj runtime.Object) (runtime.Object, error) {
-	out, err := c.strip.Apply(obj, c.gr)
+	var prev any
+	if c.strip.Share {
+		prev = c.handed.Previous(obj)
+	}
+	out, err := c.strip.ApplyAfter(obj, prev, c.gr)
 	if err != nil {
 		return nil, err
 	}

@@ -174,7 +174,7 @@ func internBoth(t *testing.T, decode func() any) (plan, walk map[string]bool) {
 	p, w := decode(), decode()
 	want := decode()
 	interner{pt}.internObject(p)
-	walkObject(wt, w, false)
+	walkObject(wt, w, nil, false)
 	if !equality.Semantic.DeepEqual(want, p) {
 		t.Fatal("interning by the plan changed the object")
 	}
@@ -339,7 +339,7 @@ func BenchmarkIntern(b *testing.B) {
 		intern func(*shareTable, any)
 	}{
 		{"plan", func(t *shareTable, o any) { interner{t}.internObject(o) }},
-		{"walk", func(t *shareTable, o any) { walkObject(t, o, false) }},
+		{"walk", func(t *shareTable, o any) { walkObject(t, o, nil, false) }},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			table := newShareTable(false)

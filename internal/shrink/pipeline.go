@@ -35,6 +35,15 @@ func NewPipeline(c Config) *Pipeline {
 // Apply strips obj in place and returns it (or what the user's transform
 // returned). gr names the resource, to select prunes.
 func (p *Pipeline) Apply(obj any, gr schema.GroupResource) (any, error) {
+	return p.ApplyAfter(obj, nil, gr)
+}
+
+// ApplyAfter is Apply for a new version of prev, the object of the same key
+// the cache holds (nil if none): under sharing, obj's parts equal to prev's
+// take prev's. prev is only read, and must be an object this Pipeline
+// stripped (its shared parts are in the table, its own are no other
+// object's): never the user's, never one a later Apply walks again.
+func (p *Pipeline) ApplyAfter(obj, prev any, gr schema.GroupResource) (any, error) {
 	if _, tombstone := obj.(cache.DeletedFinalStateUnknown); tombstone {
 		return obj, nil
 	}
@@ -72,7 +81,11 @@ func (p *Pipeline) Apply(obj any, gr schema.GroupResource) (any, error) {
 			// object only, never with another informer's.
 			t = newShareTable(false)
 		}
-		shareObject(t, obj, p.Share) // interns strings as it goes
+		if p.Share && prev != nil {
+			walkObject(t, obj, prev, true) // interns strings as it goes
+		} else {
+			shareObject(t, obj, p.Share)
+		}
 	}
 	return obj, nil
 }
@@ -98,7 +111,7 @@ func shareObject(t *shareTable, obj any, containers bool) {
 		interner{t}.internObject(obj) // interning alone: along the type's plan (intern.go)
 		return
 	}
-	walkObject(t, obj, containers)
+	walkObject(t, obj, nil, containers)
 }
 
 // stripAnnotations deletes the configured keys. It copies the map only when a key

@@ -62,10 +62,20 @@ type pathElem struct {
 // walkObject interns obj's strings and, with containers, shares its slices,
 // maps and pointers, in place, with t's canonical values, by the reflective
 // walk: sharing's, and interning's reference in tests (shareObject).
-func walkObject(t *shareTable, obj any, containers bool) {
+//
+// prev, when not nil, is the version of obj the cache holds (the object of
+// the same key handed to the informer before), read and never written: a
+// part of obj equal to prev's part at the same place takes prev's (see
+// walk), which is most of a MODIFIED object, found by one comparison rather
+// than by hashing it and looking it up.
+func walkObject(t *shareTable, obj, prev any, containers bool) {
 	v := reflect.ValueOf(obj)
 	if v.Kind() != reflect.Pointer || v.IsNil() {
 		return
+	}
+	var pv reflect.Value
+	if p := reflect.ValueOf(prev); containers && p.IsValid() && p.Type() == v.Type() && !p.IsNil() && p.Pointer() != v.Pointer() {
+		pv = p.Elem()
 	}
 	s := sharer{t: t, containers: containers, write: true, trust: true}
 	if u, ok := obj.(*unstructured.Unstructured); ok {
@@ -78,7 +88,7 @@ func walkObject(t *shareTable, obj any, containers bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.objects++
-	s.value(v.Elem())
+	s.walk(v.Elem(), pv)
 }
 
 // hashValue is the content hash of v, read without writing anything and
@@ -103,9 +113,24 @@ func objectKey(obj any) string {
 // value walks v and returns its content hash, and whether v itself was
 // written (which a caller holding a copy of v, as of a map value, must store).
 func (s *sharer) value(v reflect.Value) (uint64, bool) {
+	return s.walk(v, reflect.Value{})
+}
+
+// walk is value with prev, the previous version's value at v's place (of v's
+// type), or an invalid Value. Where prev's slice, map or pointer is canonical
+// and equal to v, v takes it without being descended into; where prev's is
+// its own and equal to v once v's parts are walked, v takes it too (not under
+// the mutation guard, which watches canonical values only), so that a part
+// unique to one object is not made canonical by the object's next version, as
+// a second sighting; an equal string takes prev's without a table lookup.
+// prev is only read: other goroutines read it in the cache.
+func (s *sharer) walk(v, prev reflect.Value) (uint64, bool) {
+	if !s.write {
+		prev = reflect.Value{}
+	}
 	switch v.Kind() {
 	case reflect.String:
-		return s.str(v, false)
+		return s.str(v, prev, false)
 	case reflect.Bool:
 		if v.Bool() {
 			return 1, false
@@ -118,19 +143,19 @@ func (s *sharer) value(v reflect.Value) (uint64, bool) {
 	case reflect.Float32, reflect.Float64:
 		return mix(math.Float64bits(v.Float()), 7), false
 	case reflect.Struct:
-		return s.structValue(v)
+		return s.structValue(v, prev)
 	case reflect.Pointer:
-		return s.pointer(v)
+		return s.pointer(v, prev)
 	case reflect.Slice:
-		return s.slice(v)
+		return s.slice(v, prev)
 	case reflect.Map:
-		return s.mapValue(v)
+		return s.mapValue(v, prev)
 	case reflect.Interface:
-		return s.iface(v)
+		return s.iface(v, prev)
 	case reflect.Array:
 		h, changed := uint64(31), false
 		for i := range v.Len() {
-			eh, c := s.value(v.Index(i))
+			eh, c := s.walk(v.Index(i), at(prev, i))
 			h, changed = mix(h, eh), changed || c
 		}
 		return h, changed
@@ -138,12 +163,32 @@ func (s *sharer) value(v reflect.Value) (uint64, bool) {
 	return 37, false // channels, functions: never in API objects
 }
 
+// at is prev's element i, or an invalid Value.
+func at(prev reflect.Value, i int) reflect.Value {
+	if !prev.IsValid() || i >= prev.Len() {
+		return reflect.Value{}
+	}
+	return prev.Index(i)
+}
+
 // str interns a string field. unique marks a string unique to its object (a
 // name, a uid), which is hashed but not interned.
-func (s *sharer) str(v reflect.Value, unique bool) (uint64, bool) {
+func (s *sharer) str(v, prev reflect.Value, unique bool) (uint64, bool) {
 	str := v.String()
 	h := maphash.String(shareSeed, str)
-	if unique || !s.write || !v.CanSet() || str == "" || len(str) > maxInternLen {
+	if unique || !s.write || !v.CanSet() || str == "" {
+		return h, false
+	}
+	if prev.IsValid() {
+		if p := prev.String(); p == str {
+			if unsafe.StringData(p) == unsafe.StringData(str) {
+				return h, false
+			}
+			v.SetString(p)
+			return h, true
+		}
+	}
+	if len(str) > maxInternLen {
 		return h, false
 	}
 	c := s.t.internLocked(str, h)
@@ -154,7 +199,7 @@ func (s *sharer) str(v reflect.Value, unique bool) (uint64, bool) {
 	return h, true
 }
 
-func (s *sharer) structValue(v reflect.Value) (uint64, bool) {
+func (s *sharer) structValue(v, prev reflect.Value) (uint64, bool) {
 	switch v.Type() {
 	case timeType:
 		// wall and ext are the instant; the *Location is left out, being
@@ -179,9 +224,12 @@ func (s *sharer) structValue(v reflect.Value) (uint64, bool) {
 		}
 		var fh uint64
 		var c bool
-		if f.unique {
-			fh, c = s.str(v.Field(i), true)
-		} else {
+		switch {
+		case f.unique:
+			fh, c = s.str(v.Field(i), reflect.Value{}, true)
+		case prev.IsValid():
+			fh, c = s.walk(v.Field(i), prev.Field(i))
+		default:
 			fh, c = s.value(v.Field(i))
 		}
 		if named {
@@ -199,6 +247,42 @@ func (s *sharer) canonical(v reflect.Value) *canonEntry {
 		return nil
 	}
 	return s.t.canonicalEntry(v.Type(), v.UnsafePointer())
+}
+
+// canonicalPrev gives v (a slice of length n, a map or a pointer of the
+// object's own) prev, the previous version's value at its place, when prev is
+// canonical and equal to v, and returns prev's entry. held says whether prev
+// is canonical at all.
+func (s *sharer) canonicalPrev(v, prev reflect.Value, n int) (e *canonEntry, held bool) {
+	if !prev.IsValid() || prev.IsNil() || !v.CanSet() {
+		return nil, false
+	}
+	if e = s.canonical(prev); e == nil {
+		return nil, false
+	}
+	if e.n != n || (n >= 0 && prev.Len() != n) || !equalValues(v, prev) {
+		return nil, true
+	}
+	v.Set(prev)
+	if e.g != nil {
+		e.g.holders++
+	}
+	return e, true
+}
+
+// ownPrev gives v prev, the previous version's own (not canonical) value at
+// its place, when they are equal: v's parts are walked already, and equal
+// ones are prev's parts now, so the comparison is mostly of pointers. Not
+// under the mutation guard, which watches canonical values only.
+func (s *sharer) ownPrev(v, prev reflect.Value) bool {
+	if !s.containers || s.track || !prev.IsValid() || prev.IsNil() || !v.CanSet() {
+		return false
+	}
+	if dataPointer(v) == dataPointer(prev) || !equalValues(v, prev) {
+		return false
+	}
+	v.Set(prev)
+	return true
 }
 
 // readOnly walks v without writing, for values that are not the object's own.
@@ -233,23 +317,31 @@ func (s *sharer) offer(v reflect.Value, h uint64, n int) {
 	}
 }
 
-func (s *sharer) pointer(v reflect.Value) (uint64, bool) {
+func (s *sharer) pointer(v, prev reflect.Value) (uint64, bool) {
 	if v.IsNil() {
 		return 11, false
 	}
 	if e := s.canonical(v); e != nil {
 		return e.h, false
 	}
-	eh, _ := s.value(v.Elem())
+	e, held := s.canonicalPrev(v, prev, -1)
+	if e != nil {
+		return e.h, true
+	}
+	var pe reflect.Value
+	if prev.IsValid() && !prev.IsNil() {
+		pe = prev.Elem()
+	}
+	eh, _ := s.walk(v.Elem(), pe)
 	h := mix(eh, 13)
-	if s.adopt(v, h, -1) {
+	if s.adopt(v, h, -1) || (!held && s.ownPrev(v, prev)) {
 		return h, true
 	}
 	s.offer(v, h, -1)
 	return h, false
 }
 
-func (s *sharer) slice(v reflect.Value) (uint64, bool) {
+func (s *sharer) slice(v, prev reflect.Value) (uint64, bool) {
 	if v.IsNil() {
 		return 17, false
 	}
@@ -266,18 +358,22 @@ func (s *sharer) slice(v reflect.Value) (uint64, bool) {
 		}
 		return s.readOnly(v), false // a piece of a shared array: read, never written
 	}
+	e, held := s.canonicalPrev(v, prev, n)
+	if e != nil {
+		return e.h, true
+	}
 	h := mix(uint64(n), 19)
 	for i := range n {
 		if s.track {
 			s.path = append(s.path, pathElem{index: i})
 		}
-		eh, _ := s.value(v.Index(i))
+		eh, _ := s.walk(v.Index(i), at(prev, i))
 		if s.track {
 			s.path = s.path[:len(s.path)-1]
 		}
 		h = mix(h, eh)
 	}
-	if s.adopt(v, h, n) {
+	if s.adopt(v, h, n) || (!held && s.ownPrev(v, prev)) {
 		return h, true
 	}
 	s.offer(v, h, n)
@@ -302,7 +398,7 @@ type entryWrite struct {
 // entry to store again keeps its strings as strings: the walk used to
 // allocate a copy of every key and value of every map, which was most of the
 // garbage sharing made.
-func (s *sharer) mapValue(v reflect.Value) (uint64, bool) {
+func (s *sharer) mapValue(v, prev reflect.Value) (uint64, bool) {
 	if v.IsNil() {
 		return 23, false
 	}
@@ -316,22 +412,33 @@ func (s *sharer) mapValue(v reflect.Value) (uint64, bool) {
 	inMeta := s.inMeta
 	s.inMeta = false
 	top := v.UnsafePointer() == s.topMap
+	held := false // prev is canonical
+	if !top {
+		var e *canonEntry
+		if e, held = s.canonicalPrev(v, prev, -1); e != nil {
+			return e.h, true
+		}
+	}
 	kt, vt := v.Type().Key(), v.Type().Elem()
 	writable := s.write && v.CanSet() && kt.Kind() == reflect.String
+	// The previous version's entries are looked up for values that hold
+	// parts (unstructured content, quantities), not for strings: a lookup
+	// in prev costs about what interning the string does.
+	prevEntries := writable && prev.IsValid() && !prev.IsNil() && vt.Kind() != reflect.String
 	h := mix(uint64(n), 43)
 	var writes []entryWrite
 	// Variables for the entries; a map read through an unexported field
 	// cannot be copied from (and is walked read-only), so its entries are
 	// copied out.
 	var kv, vv reflect.Value
-	held := v.CanInterface()
-	if held {
+	copied := v.CanInterface()
+	if copied {
 		kv, vv = reflect.New(kt).Elem(), reflect.New(vt).Elem()
 	}
 	iter := v.MapRange()
 	for iter.Next() {
 		var k, val reflect.Value
-		if held {
+		if copied {
 			kv.SetIterKey(iter)
 			vv.SetIterValue(iter)
 			k, val = kv, vv
@@ -365,13 +472,17 @@ func (s *sharer) mapValue(v reflect.Value) (uint64, bool) {
 			// (map, slice, pointer, interface) can be replaced: the value
 			// variable, or a new one for a map whose entries are copied out.
 			cv := val
-			if !held {
+			if !copied {
 				cv = reflect.New(vt).Elem()
 				cv.Set(val)
 			}
 			s.inMeta = top && ks == "metadata"
 			if writable && !(inMeta && uniqueMetaKeys[ks]) {
-				vh, changed = s.value(cv)
+				var pe reflect.Value
+				if prevEntries {
+					pe = prev.MapIndex(k)
+				}
+				vh, changed = s.walk(cv, pe)
 			} else {
 				vh = s.readOnly(cv)
 			}
@@ -382,7 +493,7 @@ func (s *sharer) mapValue(v reflect.Value) (uint64, bool) {
 			s.path = s.path[:len(s.path)-1]
 		}
 		if unsafe.StringData(kc) != unsafe.StringData(ks) || changed {
-			if !w.str && held {
+			if !w.str && copied {
 				// The value variable is reused by the next entry.
 				c := reflect.New(vt).Elem()
 				c.Set(val)
@@ -395,7 +506,7 @@ func (s *sharer) mapValue(v reflect.Value) (uint64, bool) {
 		}
 		h += mix(kh, vh) // commutative: iteration order does not matter
 	}
-	if !top && s.adopt(v, h, -1) {
+	if !top && (s.adopt(v, h, -1) || (!held && s.ownPrev(v, prev))) {
 		return h, true // the map's own entries are left as they were: it is dropped
 	}
 	if len(writes) > 0 {
@@ -432,7 +543,7 @@ func (s *sharer) mapString(val reflect.Value, intern bool) (uint64, string, bool
 	return vh, c, unsafe.StringData(c) != unsafe.StringData(vs)
 }
 
-func (s *sharer) iface(v reflect.Value) (uint64, bool) {
+func (s *sharer) iface(v, prev reflect.Value) (uint64, bool) {
 	if v.IsNil() {
 		return 29, false
 	}
@@ -445,10 +556,24 @@ func (s *sharer) iface(v reflect.Value) (uint64, bool) {
 	if !s.write || !v.CanSet() {
 		return s.readOnly(e), false
 	}
+	var pe reflect.Value // prev's value, when of e's type
+	if prev.IsValid() && !prev.IsNil() && prev.Elem().Type() == e.Type() {
+		pe = prev.Elem()
+	}
 	if e.Kind() == reflect.String {
 		str := e.String()
 		h := maphash.String(shareSeed, str)
-		if str == "" || len(str) > maxInternLen {
+		if str == "" {
+			return h, false
+		}
+		if pe.IsValid() && pe.String() == str {
+			if unsafe.StringData(pe.String()) == unsafe.StringData(str) {
+				return h, false
+			}
+			v.Set(prev)
+			return h, true
+		}
+		if len(str) > maxInternLen {
 			return h, false
 		}
 		c := s.t.internLocked(str, h)
@@ -460,7 +585,7 @@ func (s *sharer) iface(v reflect.Value) (uint64, bool) {
 	}
 	c := reflect.New(e.Type()).Elem()
 	c.Set(e)
-	h, changed := s.value(c)
+	h, changed := s.walk(c, pe)
 	if changed {
 		v.Set(c)
 	}

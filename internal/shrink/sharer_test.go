@@ -4,12 +4,15 @@ import (
 	"encoding/json"
 	"reflect"
 	goruntime "runtime"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -193,10 +196,14 @@ func TestEqualValuesAgreesWithDeepEqual(t *testing.T) {
 
 // BenchmarkShareWalk shares Pods of the standard dataset, decoded from JSON
 // with managedFields and last-applied stripped, into one table: the walk of
-// WithSharing, per Pod.
+// WithSharing, per Pod. new: Pods of a list (each walked alone, as an ADDED
+// or a listed one); modified: the next version of each (a status patch that
+// also changes an annotation, as the events phase of cachebench writes),
+// walked after the version the cache holds (ApplyAfter), and walked alone
+// (no previous version, as sharing did before it had one).
 func BenchmarkShareWalk(b *testing.B) {
 	spec := dataset.Spec{Name: "standard", Namespace: "ns"}
-	var bodies [][]byte
+	var bodies, nexts [][]byte
 	for i := range 64 {
 		p := dataset.NewPod(spec, i, shareNow)
 		p.ManagedFields = nil
@@ -206,23 +213,167 @@ func BenchmarkShareWalk(b *testing.B) {
 			b.Fatal(err)
 		}
 		bodies = append(bodies, data)
+		p.Annotations["cachetune.dev/stamp"] = strconv.Itoa(i)
+		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: "Ready", Status: "True", LastTransitionTime: metav1.NewTime(shareNow.Add(time.Duration(i) * time.Second))})
+		if data, err = json.Marshal(p); err != nil {
+			b.Fatal(err)
+		}
+		nexts = append(nexts, data)
 	}
+	decode := func(body []byte) *corev1.Pod {
+		p := &corev1.Pod{}
+		if err := json.Unmarshal(body, p); err != nil {
+			b.Fatal(err)
+		}
+		return p
+	}
+	for _, c := range []struct {
+		name           string
+		modified, prev bool
+	}{{"new", false, false}, {"modified/after-cached", true, true}, {"modified/alone", true, false}} {
+		b.Run(c.name, func(b *testing.B) {
+			table := newShareTable(false)
+			cached := make([]any, len(bodies))
+			for j := range bodies {
+				p := decode(bodies[j])
+				shareObject(table, p, true)
+				cached[j] = p
+			}
+			const batch = 256
+			pods := make([]*corev1.Pod, batch)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if i%batch == 0 {
+					b.StopTimer()
+					for j := range pods {
+						if c.modified {
+							pods[j] = decode(nexts[(i+j)%len(nexts)])
+						} else {
+							pods[j] = decode(bodies[(i+j)%len(bodies)])
+						}
+					}
+					b.StartTimer()
+				}
+				var prev any
+				if c.prev {
+					prev = cached[i%len(cached)]
+				}
+				walkObject(table, pods[i%batch], prev, true)
+			}
+		})
+	}
+}
+
+// TestWalkAfterTakesThePreviousVersionsEqualParts walks new versions of
+// shared Pods after the version the cache holds (ApplyAfter): each new
+// version keeps its content, the cached version is not written, and the new
+// one holds the cached one's parts where they are equal (canonical ones and
+// its own) and its own where they differ.
+func TestWalkAfterTakesThePreviousVersionsEqualParts(t *testing.T) {
+	spec := dataset.Spec{Name: "standard", Namespace: "ns"}
 	table := newShareTable(false)
-	const batch = 256
-	pods := make([]*corev1.Pod, batch)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if i%batch == 0 {
-			b.StopTimer()
-			for j := range pods {
-				pods[j] = &corev1.Pod{}
-				if err := json.Unmarshal(bodies[(i+j)%len(bodies)], pods[j]); err != nil {
-					b.Fatal(err)
+	var cached, originals []*corev1.Pod
+	for i := range 24 {
+		p := dataset.NewPod(spec, i, shareNow)
+		originals = append(originals, p.DeepCopy())
+		shareObject(table, p, true)
+		cached = append(cached, p)
+	}
+	changes := []struct {
+		name   string
+		change func(*corev1.Pod)
+		// same says which parts must be the cached version's, different
+		// which must not.
+		same, different []func(*corev1.Pod) unsafe.Pointer
+	}{
+		{"unchanged", func(*corev1.Pod) {},
+			[]func(*corev1.Pod) unsafe.Pointer{containersOf, labelsOf, podIPsOf, volumesOf}, nil},
+		{"status", func(p *corev1.Pod) { p.Status.PodIPs = append(p.Status.PodIPs, corev1.PodIP{IP: "fd00::1"}) },
+			[]func(*corev1.Pod) unsafe.Pointer{containersOf, labelsOf, volumesOf}, []func(*corev1.Pod) unsafe.Pointer{podIPsOf}},
+		{"image", func(p *corev1.Pod) { p.Spec.Containers[0].Image += "-next" },
+			[]func(*corev1.Pod) unsafe.Pointer{labelsOf, podIPsOf, volumesOf}, []func(*corev1.Pod) unsafe.Pointer{containersOf}},
+		{"phase", func(p *corev1.Pod) { p.Status.Phase = corev1.PodPending }, // as long as Running
+			[]func(*corev1.Pod) unsafe.Pointer{containersOf, labelsOf, podIPsOf, volumesOf}, nil},
+		{"label", func(p *corev1.Pod) { p.Labels["app"] += "-next" },
+			[]func(*corev1.Pod) unsafe.Pointer{containersOf, podIPsOf, volumesOf}, []func(*corev1.Pod) unsafe.Pointer{labelsOf}},
+		{"env value", func(p *corev1.Pod) { p.Spec.Containers[0].Env[0].Value += "-next" },
+			[]func(*corev1.Pod) unsafe.Pointer{labelsOf, podIPsOf, volumesOf}, []func(*corev1.Pod) unsafe.Pointer{containersOf}},
+	}
+	for _, c := range changes {
+		for i, prev := range cached[8:] {
+			i += 8
+			before := prev.DeepCopy()
+			next := originals[i].DeepCopy() // as decoded: every part its own
+			c.change(next)
+			want := next.DeepCopy()
+			walkObject(table, next, prev, true)
+			if !equality.Semantic.DeepEqual(want, next) {
+				t.Fatalf("%s, pod %d: the new version changed when walked after the cached one", c.name, i)
+			}
+			if !equality.Semantic.DeepEqual(before, prev) {
+				t.Fatalf("%s, pod %d: the cached version was written", c.name, i)
+			}
+			for j, part := range c.same {
+				if part(next) != part(prev) {
+					t.Errorf("%s, pod %d: part %d is not the cached version's", c.name, i, j)
 				}
 			}
-			b.StartTimer()
+			for j, part := range c.different {
+				if part(next) == part(prev) {
+					t.Errorf("%s, pod %d: part %d, which changed, is the cached version's", c.name, i, j)
+				}
+			}
 		}
-		shareObject(table, pods[i%batch], true)
+	}
+	// A part unique to one Pod (its IPs) is taken from the cached version,
+	// not made canonical as a second sighting of its value.
+	for _, p := range cached[8:] {
+		if table.canonicalEntry(reflect.TypeFor[[]corev1.PodIP](), podIPsOf(p)) != nil {
+			t.Fatalf("pod %s: its IPs became canonical", p.Name)
+		}
+	}
+}
+
+func containersOf(p *corev1.Pod) unsafe.Pointer {
+	return unsafe.Pointer(unsafe.SliceData(p.Spec.Containers))
+}
+func volumesOf(p *corev1.Pod) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(p.Spec.Volumes)) }
+func podIPsOf(p *corev1.Pod) unsafe.Pointer  { return unsafe.Pointer(unsafe.SliceData(p.Status.PodIPs)) }
+func labelsOf(p *corev1.Pod) unsafe.Pointer  { return reflect.ValueOf(p.Labels).UnsafePointer() }
+
+// TestWalkAfterUnstructured is the same for unstructured content: equal
+// nested maps and lists are the cached version's, changed ones the new one's.
+func TestWalkAfterUnstructured(t *testing.T) {
+	mk := func(name, size string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "v1", "kind": "Thing",
+			"metadata": map[string]any{"name": name, "labels": map[string]any{"app": "x", "own": name}},
+			"spec":     map[string]any{"parts": []any{map[string]any{"n": int64(1)}, "s"}, "size": size},
+			"status":   map[string]any{"seen": []any{name}},
+		}}
+	}
+	table := newShareTable(false)
+	prev := mk("a", "big")
+	shareObject(table, mk("b", "big"), true)
+	shareObject(table, prev, true)
+	before := prev.DeepCopy()
+	next := mk("a", "small")
+	want := next.DeepCopy()
+	walkObject(table, next, prev, true)
+	if !equality.Semantic.DeepEqual(want, next) || !equality.Semantic.DeepEqual(before, prev) {
+		t.Fatal("walking after the cached version changed either")
+	}
+	part := func(u *unstructured.Unstructured, path ...string) unsafe.Pointer {
+		v, _, _ := unstructured.NestedFieldNoCopy(u.Object, path...)
+		return reflect.ValueOf(v).UnsafePointer()
+	}
+	for _, p := range [][]string{{"metadata", "labels"}, {"spec", "parts"}, {"status", "seen"}} {
+		if part(next, p...) != part(prev, p...) {
+			t.Errorf("%v: not the cached version's", p)
+		}
+	}
+	if part(next, "spec") == part(prev, "spec") {
+		t.Error("spec, which changed, is the cached version's")
 	}
 }
