@@ -180,6 +180,18 @@ var Catalog = []Mutant{
 			New: "if dataPointer(v) == dataPointer(prev) {"}},
 		Cmd: harness,
 	},
+	// Equal parts are compared along a plan of their type, in memory; a
+	// plan that takes slices of one length for equal without comparing
+	// their elements (as if they were one array) shares unequal lists.
+	{
+		Name:   "share-plan-skips-elements",
+		Where:  "internal/shrink/equalplan.go: (*eqPlan).equal",
+		Breaks: "lists of one length are equal whatever they hold: a Pod gets another Pod's containers, env or conditions (WithSharing)",
+		Edits: []Edit{{File: "internal/shrink/equalplan.go",
+			Old: "if sx.data == sy.data {\n\t\t\t\tcontinue",
+			New: "if true {\n\t\t\t\tcontinue"}},
+		Cmd: harness,
+	},
 	// Two edits: a hash of a map's string values that reads their first
 	// four bytes only (a cheaper hash, harmless while lookup compares) and
 	// a lookup that trusts the hash (a faster lookup, harmless while the

@@ -13,7 +13,19 @@ import (
 // with its canonical candidate allocated and a good share of its time. Parts
 // at the same address are equal without being read, which is the common case
 // here: the children of a part are made canonical before it is compared.
+//
+// Values in memory (addressable ones) are compared along their type's plan
+// (equalplan.go), without reflect.Value.
 func equalValues(a, b reflect.Value) bool {
+	if a.CanAddr() && b.CanAddr() {
+		return eqPlanOf(a.Type()).equal(a.Addr().UnsafePointer(), b.Addr().UnsafePointer())
+	}
+	return equalReflect(a, b)
+}
+
+// equalReflect is equalValues through reflect.Value, for values a plan cannot
+// reach (maps, interfaces) or that are not in addressable memory.
+func equalReflect(a, b reflect.Value) bool {
 	switch a.Kind() {
 	case reflect.Slice:
 		if a.IsNil() != b.IsNil() || a.Len() != b.Len() {

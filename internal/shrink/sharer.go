@@ -88,7 +88,31 @@ func walkObject(t *shareTable, obj, prev any, containers bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.objects++
+	if pv.IsValid() && !s.track && pv.Kind() == reflect.Struct && s.topMap == nil {
+		s.topFields(v.Elem(), pv)
+		return
+	}
 	s.walk(v.Elem(), pv)
+}
+
+// topFields walks the fields of a typed object's own struct (a Pod's
+// metadata, spec and status) beside prev's: a field equal to prev's takes it
+// whole after one comparison, neither hashed nor looked up, since no parent
+// needs its hash; the others are walked beside prev's. Not under the mutation
+// guard: the field may hold prev's own parts, which the guard does not watch.
+func (s *sharer) topFields(v, prev reflect.Value) {
+	fields := fieldsOf(v.Type())
+	for i := range fields {
+		f, pf := v.Field(i), prev.Field(i)
+		switch {
+		case f.CanSet() && equalValues(f, pf):
+			f.Set(pf)
+		case fields[i].unique:
+			s.str(f, reflect.Value{}, true)
+		default:
+			s.walk(f, pf)
+		}
+	}
 }
 
 // hashValue is the content hash of v, read without writing anything and

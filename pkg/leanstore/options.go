@@ -310,7 +310,11 @@ func WithInterning(on bool) Option {
 // place, which client-go forbids but which real controllers do by mistake,
 // changes every object of the informer that shares the part:
 // pods[1].Labels["x"] = "y" also changes the labels of every other Pod of that
-// workload in the cache. Turn it on for code that never writes into listed
+// workload in the cache. A new version of an object also keeps the parts of
+// the version it replaces that did not change (its walk compares them with
+// the cached version's rather than hashing them), so the oldObj an
+// OnUpdate handler receives shares those parts with the cached newObj: a
+// write into oldObj shows in the cache too. Turn it on for code that never writes into listed
 // objects (deep-copy before changing one), and run tests and staging with
 // WithMutationGuard(true) or CACHETUNE_MUTATION_DETECTOR=true to find code that
 // does. Prunes and transforms (WithPrune, WithTransform) must likewise write
