@@ -2,7 +2,6 @@ package shrink
 
 import (
 	"reflect"
-	"sync"
 	"unsafe"
 )
 
@@ -37,37 +36,16 @@ const (
 	eqReflect                   // anything else (maps, interfaces, arrays): equalReflect
 )
 
-var (
-	eqPlans  sync.Map // reflect.Type -> *eqPlan
-	eqPlanMu sync.Mutex
-)
+var eqPlans typePlans[eqPlan]
 
 // eqPlanOf returns typ's plan, compiled at its first use.
-func eqPlanOf(typ reflect.Type) *eqPlan {
-	if p, ok := eqPlans.Load(typ); ok {
-		return p.(*eqPlan)
-	}
-	eqPlanMu.Lock()
-	defer eqPlanMu.Unlock()
-	if p, ok := eqPlans.Load(typ); ok {
-		return p.(*eqPlan)
-	}
-	built := map[reflect.Type]*eqPlan{}
-	p := compileEqPlan(typ, built)
-	for t, bp := range built {
-		eqPlans.Store(t, bp)
-	}
-	return p
-}
+func eqPlanOf(typ reflect.Type) *eqPlan { return eqPlans.of(typ, compileEqPlan) }
 
 // compileEqPlan compiles typ's plan, and those of the types it leads to, into
 // built.
 func compileEqPlan(typ reflect.Type, built map[reflect.Type]*eqPlan) *eqPlan {
-	if p, ok := built[typ]; ok {
+	if p, ok := eqPlans.known(typ, built); ok {
 		return p
-	}
-	if p, ok := eqPlans.Load(typ); ok {
-		return p.(*eqPlan)
 	}
 	p := &eqPlan{}
 	built[typ] = p // before its ops: a recursive type's pointers refer to it

@@ -40,8 +40,7 @@ const (
 )
 
 var (
-	planCache sync.Map // reflect.Type -> *internPlan
-	planMu    sync.Mutex
+	internPlans typePlans[internPlan]
 
 	resourceListType = reflect.TypeFor[corev1.ResourceList]()
 	anyMapType       = reflect.TypeFor[map[string]any]()
@@ -49,32 +48,57 @@ var (
 )
 
 // planOf returns typ's plan, compiled at its first use.
-func planOf(typ reflect.Type) *internPlan {
-	if p, ok := planCache.Load(typ); ok {
-		return p.(*internPlan)
+func planOf(typ reflect.Type) *internPlan { return internPlans.of(typ, compilePlan) }
+
+// typePlans caches plans of one kind (interning's, comparison's) by type,
+// each compiled once under a lock. A compile function adds to built the plans
+// of the types it leads to, which are cached with it.
+type typePlans[P any] struct {
+	cache sync.Map // reflect.Type -> *P
+	mu    sync.Mutex
+}
+
+func (c *typePlans[P]) of(typ reflect.Type, compile func(reflect.Type, map[reflect.Type]*P) *P) *P {
+	if p, ok := c.cached(typ); ok {
+		return p
 	}
-	planMu.Lock()
-	defer planMu.Unlock()
-	if p, ok := planCache.Load(typ); ok {
-		return p.(*internPlan)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p, ok := c.cached(typ); ok {
+		return p
 	}
-	built := map[reflect.Type]*internPlan{}
-	p := compilePlan(typ, built)
+	built := map[reflect.Type]*P{}
+	p := compile(typ, built)
 	for t, bp := range built {
-		planCache.Store(t, bp)
+		c.cache.Store(t, bp)
 	}
 	return p
+}
+
+// known returns typ's plan if it is being compiled (in built) or was
+// compiled already.
+func (c *typePlans[P]) known(typ reflect.Type, built map[reflect.Type]*P) (*P, bool) {
+	if p, ok := built[typ]; ok {
+		return p, true
+	}
+	return c.cached(typ)
+}
+
+// cached returns typ's plan if it was compiled already.
+func (c *typePlans[P]) cached(typ reflect.Type) (*P, bool) {
+	p, ok := c.cache.Load(typ)
+	if !ok {
+		return nil, false
+	}
+	return p.(*P), true
 }
 
 // compilePlan compiles typ's plan, and those of the types it leads to, into
 // built. A struct's plan is in built while its fields are compiled, so that a
 // recursive type (a JSON schema holding schemas) refers to it.
 func compilePlan(typ reflect.Type, built map[reflect.Type]*internPlan) *internPlan {
-	if p, ok := built[typ]; ok {
+	if p, ok := internPlans.known(typ, built); ok {
 		return p
-	}
-	if p, ok := planCache.Load(typ); ok {
-		return p.(*internPlan)
 	}
 	p := &internPlan{}
 	built[typ] = p
