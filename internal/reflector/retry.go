@@ -123,6 +123,16 @@ func (h *RetryState) Delivered() {
 	h.Stalled.Store(false)
 }
 
+// WatchHeld records a watch that stayed open for a moment without an error,
+// before its first event: it works, and the failures in a row end. After a
+// stall it proves nothing (a stalled watch is as quiet as a working one), so
+// then only an event does.
+func (h *RetryState) WatchHeld() {
+	if !h.Stalled.Load() {
+		h.reporter.OK()
+	}
+}
+
 // WatchStalled records a watch that delivered nothing for the idle time-out.
 func (h *RetryState) WatchStalled(ctx context.Context, idle time.Duration, events int) {
 	h.WatchBroken.Store(true)

@@ -48,11 +48,12 @@ type leanWatch struct {
 	skips shardSkips
 
 	// Of the current inner watch, for run's goroutine only: the events it
-	// delivered, when it started, and the timer of its idle time-out (nil
-	// when there is none).
+	// delivered, when it started, the timer of its idle time-out (nil when
+	// there is none), and the timer that tells it held (see held).
 	events  int
 	started time.Time
 	idle    *time.Timer
+	holds   *time.Timer
 }
 
 func (w *leanWatch) ResultChan() <-chan watch.Event { return w.out }
@@ -71,6 +72,21 @@ func (w *leanWatch) Stop() {
 func (w *leanWatch) restarted() {
 	w.events, w.started = 0, time.Now()
 	w.resetIdle()
+	if w.holds != nil {
+		w.holds.Reset(probeSettle)
+	}
+}
+
+// held records that the inner watch has stayed open for probeSettle without
+// breaking: it works, as a probe's watch that settles does (watchProbe),
+// even when nothing changes for it to deliver. Without this, an informer
+// that recovered by watching again, with no list, would report its failures
+// in a row until the first event or bookmark, a minute or more later on a
+// quiet resource.
+func (w *leanWatch) held() {
+	if w.events == 0 {
+		w.c.retry.WatchHeld()
+	}
 }
 
 func (w *leanWatch) resetIdle() {
@@ -160,6 +176,8 @@ func (w *leanWatch) run(ctx context.Context) {
 	// ringChanged is closed when the shard ring changes (WithShard): the
 	// watch then lists again inside itself (see rebalance).
 	ringChanged := w.c.shard.Changed()
+	w.holds = time.NewTimer(probeSettle)
+	defer w.holds.Stop()
 	w.restarted()
 	for {
 		if w.peeked != nil {
@@ -178,6 +196,8 @@ func (w *leanWatch) run(ctx context.Context) {
 		case <-idle:
 			w.c.retry.WatchStalled(ctx, w.idleTimeout, w.events)
 			return // the reflector sees the channel close and watches again from its last resourceVersion
+		case <-w.holds.C:
+			w.held()
 		case <-w.skips.due:
 			if !w.flushSkipped(ctx) {
 				return

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -205,5 +206,68 @@ func checkDelay(t *testing.T, what string, lf loggedFailure, want time.Duration,
 	hi := want + time.Duration(jitter*float64(want)) + time.Millisecond
 	if got < want-time.Millisecond || got > hi {
 		t.Errorf("%s: next delay %s, want %s to %s", what, got, want, hi)
+	}
+}
+
+// TestResilienceQuietWatchRecovers fails a synced informer's watches with 503
+// in a namespace where nothing changes, and lifts the fault: the informer
+// recovers by watching again, with no list and no event to tell it the watch
+// works (the first bookmark comes about a minute later), yet its Status and
+// readiness must say it recovered as soon as the new watch holds: a watch
+// open for a moment without an error counts as a success, as a probe's does.
+func TestResilienceQuietWatchRecovers(t *testing.T) {
+	leakcheck.Check(t)
+	ctx := testContext(t, 2*time.Minute)
+	ns := srv.NewNamespace(t)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "quiet"}}
+	if _, err := srv.Clientset().CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := faults.Start(srv.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+
+	b := leanstore.Backoff{Initial: 200 * time.Millisecond, Factor: 2, Cap: 1600 * time.Millisecond, Jitter: 0.25, ResetAfter: 2 * time.Minute}
+	f := leanstore.NewSharedInformerFactory(kubernetes.NewForConfigOrDie(p.Config(srv.Config)), 0,
+		leanstore.WithNamespace(ns), leanstore.WithName("quiet"), leanstore.WithBackoff(b), leanstore.WithLogger(logr.Discard()))
+	inf := leanstore.Unwrap(f.Core().V1().ConfigMaps().Informer())
+	runCtx, stop := context.WithCancel(ctx)
+	defer f.Shutdown()
+	defer stop()
+	f.StartWithContext(runCtx)
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		t.Fatal("informer did not sync")
+	}
+
+	// The watch breaks (a cut, resumed inside the watch from its
+	// resourceVersion) and every new watch is refused until three failures
+	// in a row are counted.
+	remove := p.AddRule(faults.Rule{Match: faults.Match{Resource: "configmaps", Verb: faults.Watch}, Fault: faults.Status(503, 0)})
+	for deadline := time.Now().Add(30 * time.Second); p.EndWatches(faults.Match{Resource: "configmaps"}, faults.Cut(0)) != 1; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			remove()
+			t.Fatal("no live watch to end in 30 s")
+		}
+	}
+	for deadline := time.Now().Add(30 * time.Second); inf.Status().ConsecutiveFailures < 3; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			remove()
+			t.Fatalf("fewer than 3 failures in a row in 30 s: %+v", inf.Status())
+		}
+	}
+	remove()
+	lists := inf.Status().Lists
+
+	// Recovered well before the first bookmark of the new watch, and by a
+	// watch: no list was needed.
+	for deadline := time.Now().Add(20 * time.Second); inf.Status().ConsecutiveFailures != 0 || f.Check(ctx) != nil; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("not recovered 20 s after the fault, with nothing changing: %+v, readiness %v", inf.Status(), f.Check(ctx))
+		}
+	}
+	if st := inf.Status(); st.Lists != lists {
+		t.Errorf("the informer listed %d times to recover, want a watch alone", st.Lists-lists)
 	}
 }
