@@ -113,6 +113,11 @@ type Result struct {
 	// allowed the identity to list and watch).
 	Converged       bool
 	ConvergeSeconds float64
+	// RecoverySeconds is how long after convergence the informer took to
+	// report its recovery (see awaitRecovery), or -1 when it had not within
+	// ConvergeWithin: FinalStatus and FinalReadiness then say what it
+	// still reported.
+	RecoverySeconds float64
 	// Diff describes the store's state when convergence was given up.
 	Diff string
 	// PerSecond is the informer's requests in each wall-clock second of the
@@ -247,8 +252,13 @@ func Run(ctx context.Context, cfg *rest.Config, namespace string, newInformer Ne
 	}
 	if res.Converged {
 		within := o.ConvergeWithin - time.Duration(res.ConvergeSeconds*float64(time.Second))
-		if err := awaitRecovery(ctx, inf, within); err != nil {
+		took, err := awaitRecovery(ctx, inf, within)
+		if err != nil {
 			return res, err
+		}
+		res.RecoverySeconds = took.Seconds()
+		if took < 0 {
+			res.RecoverySeconds = -1
 		}
 	}
 	through := p.Counts()
@@ -363,21 +373,22 @@ func converge(ctx context.Context, mc metadata.Interface, o Options, namespace s
 // recovery (a leanstore informer's ConsecutiveFailures back to 0 and its
 // readiness check passing): the store can hold the server's objects as soon
 // as the fault is lifted, when nothing changed during it, while the attempt
-// that met the fault's last moment is still waiting to be retried. Informers
+// that met the fault's last moment is still waiting to be retried. It
+// returns how long the wait took, or -1 when it gave up at within. Informers
 // without a Status or a readiness check return at once.
-func awaitRecovery(ctx context.Context, inf cache.SharedIndexInformer, within time.Duration) error {
-	deadline := time.Now().Add(within)
+func awaitRecovery(ctx context.Context, inf cache.SharedIndexInformer, within time.Duration) (time.Duration, error) {
+	start := time.Now()
 	for {
 		if st := status(inf); st == nil || st.ConsecutiveFailures == 0 {
 			if _, problem := readiness(ctx, inf); problem == "" {
-				return nil
+				return time.Since(start), nil
 			}
 		}
-		if time.Now().After(deadline) {
-			return nil
+		if time.Since(start) > within {
+			return -1, nil
 		}
 		if err := backoff.Sleep(ctx, 100*time.Millisecond); err != nil {
-			return err
+			return 0, err
 		}
 	}
 }

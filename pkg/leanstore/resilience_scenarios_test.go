@@ -183,6 +183,9 @@ func checkRecovered(t *testing.T, r resilience.Result) {
 	if n := r.FaultStatus.ConsecutiveFailures; n >= 3 && !strings.Contains(r.FaultReadiness, "degraded") {
 		t.Errorf("%d failures in a row at the end of the fault, but readiness said %q, want degraded", n, r.FaultReadiness)
 	}
+	if r.Converged && r.RecoverySeconds < 0 {
+		t.Errorf("converged in %.1fs, but did not report its recovery in the rest of the convergence window", r.ConvergeSeconds)
+	}
 	if r.Converged && r.FinalStatus.ConsecutiveFailures != 0 {
 		t.Errorf("converged with ConsecutiveFailures %d, want 0 (reset after success)", r.FinalStatus.ConsecutiveFailures)
 	}
