@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -320,4 +322,99 @@ func listPods(t *testing.T, ctx context.Context, ns string) []corev1.Pod {
 		t.Fatal(err)
 	}
 	return list.Items
+}
+
+// TestSharingLeanInformerWhileReading runs leanstore's own Pod informer with
+// sharing on the real server. Each MODIFIED event, and each changed object of
+// the lists a 410 on every watch forces, is walked beside the version the
+// cache holds, taking that version's unchanged parts, while listers and an
+// update handler read the cached versions on other goroutines. Under -race
+// any write into a cached version shows. At the end the cache must hold the
+// server's objects field by field (stripped as leanstore strips, unshared).
+func TestSharingLeanInformerWhileReading(t *testing.T) {
+	leakcheck.Check(t)
+	ctx := testContext(t, 2*time.Minute)
+	ns := srv.NewNamespace(t)
+	seedPods(t, ctx, ns, 32)
+	proxy, err := faults.Start(srv.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+
+	f := leanstore.NewSharedInformerFactory(kubernetes.NewForConfigOrDie(proxy.Config(srv.Config)), 0,
+		leanstore.WithNamespace(ns), leanstore.WithSharing(true), leanstore.WithLogger(logr.Discard()))
+	inf := f.Core().V1().Pods().Informer()
+	var updates atomic.Int64
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(oldObj, newObj any) {
+		readObject(oldObj)
+		readObject(newObj)
+		updates.Add(1)
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer f.Shutdown()
+	defer stop()
+	f.StartWithContext(runCtx)
+	if !cache.WaitForCacheSync(runCtx.Done(), inf.HasSynced) {
+		t.Fatal("informer did not sync")
+	}
+	stopReaders := readers(func() []any { return inf.GetStore().List() })
+	defer stopReaders()
+
+	pods := srv.Clientset().CoreV1().Pods(ns)
+	var names []string
+	for _, p := range listPods(t, ctx, ns) {
+		names = append(names, p.Name)
+	}
+	for round := range 4 {
+		relisting := round == 2
+		var lift func()
+		if relisting {
+			// Every watch expires: the changes below reach the cache by lists.
+			lift = proxy.AddRule(faults.Rule{Match: faults.Match{Resource: "pods", Verb: faults.Watch}, Fault: faults.Gone()})
+			proxy.EndWatches(faults.Match{Resource: "pods"}, faults.Gone())
+		}
+		value := fmt.Sprint("round-", round)
+		for i, name := range names {
+			patch := fmt.Sprintf(`{"metadata":{"labels":{"round":%q}}}`, value)
+			if _, err := pods.Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if i%2 == 0 { // a status change: the rest of the status is unchanged
+				patch := fmt.Sprintf(`{"status":{"message":%q}}`, value)
+				if _, err := pods.Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}, "status"); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		waitFor(t, ctx, value+" in the cache", func() bool {
+			return sameState(cacheState(inf), serverState(t, ctx, ns))
+		})
+		if lift != nil {
+			lift()
+		}
+	}
+	stopReaders()
+	if updates.Load() == 0 {
+		t.Fatal("no update reached the handler")
+	}
+
+	strip := leanstore.Transform(leanstore.WithInterning(false))
+	for _, p := range listPods(t, ctx, ns) {
+		want, err := strip(p.DeepCopy())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok, err := inf.GetStore().GetByKey(ns + "/" + p.Name)
+		if err != nil || !ok {
+			t.Fatalf("%s not in the cache (%v)", p.Name, err)
+		}
+		g := got.(*corev1.Pod).DeepCopy()
+		g.TypeMeta, want.(*corev1.Pod).TypeMeta = metav1.TypeMeta{}, metav1.TypeMeta{}
+		if !equality.Semantic.DeepEqual(want, g) {
+			t.Errorf("%s differs from the server's: cache %+v, server %+v", p.Name, g, want)
+		}
+	}
 }
