@@ -159,17 +159,24 @@ func (c *conn) keep(obj runtime.Object, copyOut, reuse bool) (runtime.Object, bo
 
 // stripped returns obj through the shrink pipeline.
 func (c *conn) stripped(obj runtime.Object) (runtime.Object, error) {
+	return shrinkObject(c.strip, c.handed, obj, c.gr())
+}
+
+// shrinkObject returns obj, one of gr's objects, through s; when s shares,
+// beside the object of obj's key handed before (Handed.Previous), whose
+// unchanged parts obj's new version takes.
+func shrinkObject(s *shrink.Pipeline, handed *Handed, obj runtime.Object, gr schema.GroupResource) (runtime.Object, error) {
 	var prev any
-	if c.strip.Share {
-		prev = c.handed.Previous(obj)
+	if s.Share {
+		prev = handed.Previous(obj)
 	}
-	out, err := c.strip.ApplyAfter(obj, prev, c.gr())
+	out, err := s.ApplyAfter(obj, prev, gr)
 	if err != nil {
 		return nil, err
 	}
 	o, ok := out.(runtime.Object)
 	if !ok {
-		return nil, fmt.Errorf("%s: transform returned %T, not a runtime.Object", c.gr(), out)
+		return nil, fmt.Errorf("%s: transform returned %T, not a runtime.Object", gr, out)
 	}
 	return o, nil
 }

@@ -1,7 +1,6 @@
 package reflector
 
 import (
-	"fmt"
 	"io"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -67,19 +66,7 @@ func (c *wireCaller) Cached(id wire.Identity) (runtime.Object, bool) {
 // Finish runs the rest of the stripping on a decoded object: prunes, the
 // user's transform, interning and sharing.
 func (c *wireCaller) Finish(obj runtime.Object) (runtime.Object, error) {
-	var prev any
-	if c.strip.Share {
-		prev = c.handed.Previous(obj)
-	}
-	out, err := c.strip.ApplyAfter(obj, prev, c.gr)
-	if err != nil {
-		return nil, err
-	}
-	o, ok := out.(runtime.Object)
-	if !ok {
-		return nil, fmt.Errorf("%s: transform returned %T, not a runtime.Object", c.gr, out)
-	}
-	return o, nil
+	return shrinkObject(c.strip, c.handed, obj, c.gr)
 }
 
 // decodeList decodes one protobuf list page with d into a listResult, counting
