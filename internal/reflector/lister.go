@@ -214,6 +214,14 @@ func (ls *lister) streamingFailed(ctx context.Context, l *listRun, err error) li
 		ls.c.retry.Report(ctx, f, err, 0)
 		l.rv = ""
 		return listAgain
+	case isExpired(err):
+		// Expired from the latest resourceVersion: no resourceVersion was
+		// too old, so the server (or a proxy before it) expires the stream
+		// itself, and another streaming list after a backoff would meet the
+		// same answer. A paged LIST asks the same differently.
+		ls.c.retry.Report(ctx, f, err, 0)
+		l.pagedWhy = "a streaming list from the latest resourceVersion expired (410); listing with LIST this time"
+		return listPaged
 	}
 	if l.streamFailures++; l.streamFailures >= maxStreamFailures {
 		ls.c.retry.Report(ctx, f, err, 0)

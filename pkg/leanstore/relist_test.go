@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"maps"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -285,6 +287,63 @@ func TestStreamingRefusalIsRemembered(t *testing.T) {
 				t.Errorf("cached %d pods and %d configmaps, want 5 and 3", len(cacheState(pods)), len(cms.GetStore().List()))
 			}
 		})
+	}
+}
+
+// TestStreamingListExpiredFromLatest makes every streaming list expire (410)
+// and ends the live watch with a 410, so that the informer lists again from
+// the latest resourceVersion: a streaming list from there that expires says
+// that the server (or a proxy) expires the stream itself, and the list goes
+// on with a paged LIST at once, with no second streaming list after a
+// backoff. Its Status says why.
+func TestStreamingListExpiredFromLatest(t *testing.T) {
+	leakcheck.Check(t)
+	ctx := testContext(t, time.Minute)
+	ns := srv.NewNamespace(t)
+	seedPods(t, ctx, ns, 5)
+	proxy, err := faults.Start(srv.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	runCtx, stop := context.WithCancel(ctx)
+	f := leanstore.NewSharedInformerFactory(kubernetes.NewForConfigOrDie(proxy.Config(srv.Config)), 0,
+		leanstore.WithNamespace(ns), leanstore.WithLogger(logr.Discard()))
+	defer f.Shutdown()
+	defer stop()
+	pods := leanstore.Unwrap(f.Core().V1().Pods().Informer())
+	f.StartWithContext(runCtx)
+	if !cache.WaitForCacheSync(runCtx.Done(), pods.HasSynced) {
+		t.Fatal("informer did not sync")
+	}
+	if st := pods.Status(); st.ListPath != leanstore.ListPathStreaming {
+		t.Fatalf("first list by %q (%s), want a streaming list", st.ListPath, st.ListPathReason)
+	}
+
+	// Watches expire too, so that no watch from the last resourceVersion
+	// spares the list (a probe's, see TestExpiryHealedWithoutList).
+	defer proxy.AddRule(faults.Rule{Match: faults.Match{Resource: "pods", Verb: faults.WatchList}, Fault: faults.Gone()})()
+	liftWatches := proxy.AddRule(faults.Rule{Match: faults.Match{Resource: "pods", Verb: faults.Watch}, Fault: faults.Gone()})
+	defer liftWatches()
+	proxy.ResetCounts()
+	// The live watch is the first streaming list's stream.
+	if n := proxy.EndWatches(faults.Match{Resource: "pods"}, faults.Gone()); n != 1 {
+		t.Fatalf("ended %d watches, want the one live", n)
+	}
+	waitFor(t, ctx, "the re-list", func() bool { return pods.Status().Lists == 2 })
+	c := proxy.Counts().ByResourceVerb["pods"]
+	liftWatches()
+	t.Logf("requests during the re-list: %v", c)
+
+	if c[faults.WatchList] != 1 || c[faults.List] != 1 {
+		t.Errorf("the re-list made %d streaming lists and %d LISTs, want 1 and 1", c[faults.WatchList], c[faults.List])
+	}
+	st := pods.Status()
+	if st.ListPath != leanstore.ListPathPaged || !strings.Contains(st.ListPathReason, "expired") {
+		t.Errorf("re-list by %q (%s), want a LIST with the expiry as reason", st.ListPath, st.ListPathReason)
+	}
+	if !sameState(cacheState(pods), serverState(t, ctx, ns)) {
+		t.Errorf("cache %v, server %v", cacheState(pods), serverState(t, ctx, ns))
 	}
 }
 
