@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/cachetune/cachetune/pkg/testkit/apiserver"
+	"github.com/cachetune/cachetune/pkg/testkit/faults"
 )
 
 var srv *apiserver.Server
@@ -23,6 +24,18 @@ func testContext(t *testing.T, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// startProxy starts a fault proxy in front of the test server, closed when
+// the test ends (after its deferred calls: its informers stop first).
+func startProxy(t *testing.T) *faults.Proxy {
+	t.Helper()
+	p, err := faults.Start(srv.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
 }
 
 // requestLog counts the requests a client really sends, by kind: what the server

@@ -301,11 +301,7 @@ func TestStreamingListExpiredFromLatest(t *testing.T) {
 	ctx := testContext(t, time.Minute)
 	ns := srv.NewNamespace(t)
 	seedPods(t, ctx, ns, 5)
-	proxy, err := faults.Start(srv.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proxy.Close()
+	proxy := startProxy(t)
 	runCtx, stop := context.WithCancel(ctx)
 	f := leanstore.NewSharedInformerFactory(kubernetes.NewForConfigOrDie(proxy.Config(srv.Config)), 0,
 		leanstore.WithNamespace(ns), leanstore.WithLogger(logr.Discard()))

@@ -223,11 +223,7 @@ func TestResilienceQuietWatchRecovers(t *testing.T) {
 	if _, err := srv.Clientset().CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	p, err := faults.Start(srv.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := startProxy(t)
 
 	b := leanstore.Backoff{Initial: 200 * time.Millisecond, Factor: 2, Cap: 1600 * time.Millisecond, Jitter: 0.25, ResetAfter: 2 * time.Minute}
 	f := leanstore.NewSharedInformerFactory(kubernetes.NewForConfigOrDie(p.Config(srv.Config)), 0,

@@ -336,11 +336,7 @@ func TestSharingLeanInformerWhileReading(t *testing.T) {
 	ctx := testContext(t, 2*time.Minute)
 	ns := srv.NewNamespace(t)
 	seedPods(t, ctx, ns, 32)
-	proxy, err := faults.Start(srv.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proxy.Close()
+	proxy := startProxy(t)
 
 	f := leanstore.NewSharedInformerFactory(kubernetes.NewForConfigOrDie(proxy.Config(srv.Config)), 0,
 		leanstore.WithNamespace(ns), leanstore.WithSharing(true), leanstore.WithLogger(logr.Discard()))
