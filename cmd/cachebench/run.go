@@ -152,6 +152,7 @@ controller-runtime's client deep-copies each unless UnsafeDisableDeepCopy.`, std
 	sizes := fs.String("sizes", "", "scale run: Pod counts to measure at, comma-separated, e.g. 1000,10000 (the dataset grows from one to the next; local server only)")
 	fs.StringVar(&o.CPUProfiles, "cpu-profiles", "", "directory for a CPU profile of each mode's initial sync (<mode>.<resources>.sync.pprof) and, with --events, of its event steps (<mode>.<resources>.events.pprof)")
 	events, eventStep := fs.String("events", "", eventsUsage), fs.Duration("event-step", 30*time.Second, "how long --events holds each rate")
+	eventSample := fs.Duration("event-sample-every", bench.DefaultEvents().SampleEvery.D(), "heap sampling and probe interval during --events: coarser than --sample-every so that their own CPU, which each step's CPU per event leaves out as the idle rate, stays small beside the events'")
 	fs.Func("sample-every", fmt.Sprintf("heap and RSS sampling interval (default %s)", o.Plan.SampleEvery.D()), func(v string) error { return parseDuration(v, &o.Plan.SampleEvery) })
 	settle := fs.Duration("settle", o.Plan.Settle.D(), "wait after the sync and after each re-list before reading the live heap")
 	idle := fs.Duration("idle", o.Plan.Idle.D(), "idle window after the sync, for latencies at rest")
@@ -189,7 +190,7 @@ controller-runtime's client deep-copies each unless UnsafeDisableDeepCopy.`, std
 	if set["out"] && set["out-dir"] {
 		return o, false, usageError{errors.New("--out is the old spelling of --out-dir: give one")}
 	}
-	if err := o.validate(set, flagValues{resources: *resources, modes: *modes, churn: *churn, sizes: *sizes, shape: *shape, dataset: *kind, events: *events, eventStep: *eventStep}); err != nil {
+	if err := o.validate(set, flagValues{resources: *resources, modes: *modes, churn: *churn, sizes: *sizes, shape: *shape, dataset: *kind, events: *events, eventStep: *eventStep, eventSample: *eventSample}); err != nil {
 		return o, false, usageError{err}
 	}
 	return o, false, nil
@@ -198,7 +199,7 @@ controller-runtime's client deep-copies each unless UnsafeDisableDeepCopy.`, std
 // flagValues are the flags validate parses itself.
 type flagValues struct {
 	resources, modes, churn, sizes, shape, dataset, events string
-	eventStep                                              time.Duration
+	eventStep, eventSample                                 time.Duration
 }
 
 // validate parses the flags that need it and checks them together, in this
@@ -224,7 +225,7 @@ func (o *runOptions) validate(set map[string]bool, fv flagValues) error {
 	if err := o.parseChurn(set, fv.churn); err != nil {
 		return err
 	}
-	if err := o.parseEvents(fv.events, fv.eventStep); err != nil {
+	if err := o.parseEvents(fv.events, fv.eventStep, fv.eventSample); err != nil {
 		return err
 	}
 	if err := o.Plan.Validate(); err != nil {

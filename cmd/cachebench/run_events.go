@@ -13,8 +13,9 @@ import (
 
 const eventsUsage = `events phase after the re-lists: write rates, comma-separated writes per second, e.g. 100,1000,5000; a writer of its own creates a tenth as many Pods as --pods (10 to 1,000) and changes them at each rate for --event-step (status patches, label changes, creates, deletes), and each mode reports delivery latency, CPU per event, heap and lost events (use --relists 0 for this phase alone)`
 
-// parseEvents reads --events and --event-step into the plan's events phase.
-func (o *runOptions) parseEvents(list string, step time.Duration) error {
+// parseEvents reads --events, --event-step and --event-sample-every into the
+// plan's events phase.
+func (o *runOptions) parseEvents(list string, step, sample time.Duration) error {
 	if strings.TrimSpace(list) == "" {
 		return nil
 	}
@@ -29,8 +30,12 @@ func (o *runOptions) parseEvents(list string, step time.Duration) error {
 	if step <= 0 {
 		return fmt.Errorf("--event-step must be positive, got %s", step)
 	}
+	if sample <= 0 {
+		return fmt.Errorf("--event-sample-every must be positive, got %s", sample)
+	}
 	o.Plan.Events = bench.DefaultEvents(rates...)
 	o.Plan.Events.Step = bench.Duration(step)
+	o.Plan.Events.SampleEvery, o.Plan.Events.ProbeEvery = bench.Duration(sample), bench.Duration(sample)
 	// The writer's own Pods: a tenth of the dataset's, 10 to 1,000.
 	o.Plan.Events.Objects = min(max(o.Spec.Pods/10, 10), o.Plan.Events.Objects)
 	return nil

@@ -142,6 +142,7 @@ func (m *measurement) events(ctx context.Context) error {
 		phase.Error = err.Error()
 		return ctx.Err()
 	}
+	defer m.sampleEvery(plan.SampleEvery.D(), plan.ProbeEvery.D())()
 	m.eventTimes = &eventsTimes{}
 	idle := &m.eventTimes.idle
 	idle.t0, idle.rt0, idle.cpu0 = m.since(), profile.ReadRuntime(), selfCPU()
@@ -173,6 +174,21 @@ func (m *measurement) events(ctx context.Context) error {
 	runtime.GC()
 	phase.LiveHeapAfter = heapObjects()
 	return nil
+}
+
+// sampleEvery sets the sampler's and the probe's intervals (zero keeps one)
+// and returns what sets the plan's back.
+func (m *measurement) sampleEvery(sample, probe time.Duration) (restore func()) {
+	if sample > 0 {
+		m.sampler.SetInterval(sample)
+	}
+	if probe > 0 {
+		m.probe.SetInterval(probe)
+	}
+	return func() {
+		m.sampler.SetInterval(m.plan.SampleEvery.D())
+		m.probe.SetInterval(m.plan.ProbeEvery.D())
+	}
 }
 
 // eventsSetup asks the parent for the writer's Pods and waits until the

@@ -31,6 +31,14 @@ type EventsPlan struct {
 	Idle Duration `json:"idle"`
 	// LateAfter is the delivery time above which a write counts as late.
 	LateAfter Duration `json:"lateAfter"`
+	// SampleEvery and ProbeEvery are the heap sampler's and the probe's
+	// intervals during the phase (its idle window and its steps); the plan's
+	// own come back after it. Coarser than the sync's, so that their own CPU,
+	// which every step's CPU per event leaves out as the idle rate, is small
+	// beside the events' and its spread does not swamp them. Zero keeps the
+	// plan's.
+	SampleEvery Duration `json:"sampleEvery,omitempty"`
+	ProbeEvery  Duration `json:"probeEvery,omitempty"`
 	// Drain bounds the wait, after the writer's last answer, for the events
 	// still on their way: a write whose event has not arrived by then is lost.
 	Drain Duration `json:"drain"`
@@ -40,12 +48,14 @@ type EventsPlan struct {
 // 1,000 Pods of the writer's own.
 func DefaultEvents(rates ...float64) *EventsPlan {
 	return &EventsPlan{
-		Rates:     rates,
-		Step:      Duration(30 * time.Second),
-		Objects:   1000,
-		Idle:      Duration(5 * time.Second),
-		LateAfter: Duration(time.Second),
-		Drain:     Duration(30 * time.Second),
+		Rates:       rates,
+		Step:        Duration(30 * time.Second),
+		Objects:     1000,
+		Idle:        Duration(5 * time.Second),
+		LateAfter:   Duration(time.Second),
+		SampleEvery: Duration(20 * time.Millisecond),
+		ProbeEvery:  Duration(20 * time.Millisecond),
+		Drain:       Duration(30 * time.Second),
 	}
 }
 
@@ -55,6 +65,8 @@ func (e EventsPlan) validate() error {
 		return errors.New("the events phase needs at least one rate")
 	case e.Step <= 0 || e.Idle <= 0 || e.LateAfter <= 0 || e.Drain <= 0:
 		return errors.New("the events phase's step, idle window, late bound and drain must be positive")
+	case e.SampleEvery < 0 || e.ProbeEvery < 0:
+		return errors.New("the events phase's sampling and probe intervals must not be negative")
 	case e.Objects < 1:
 		return fmt.Errorf("the events phase needs at least 1 object to write to, got %d", e.Objects)
 	}

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -19,33 +20,48 @@ type Lateness struct {
 // probe handler or a lease renewal in a controller experiences when the process
 // is busy decoding a list or collecting garbage.
 type Probe struct {
-	start   time.Time
-	samples series[Lateness]
-	done    chan struct{}
-	wg      sync.WaitGroup
+	start    time.Time
+	interval atomic.Int64 // time.Duration; SetInterval changes it
+	changed  chan struct{}
+	samples  series[Lateness]
+	done     chan struct{}
+	wg       sync.WaitGroup
 }
 
 // StartProbe starts the probe with times measured from start, until ctx ends or
 // Stop is called.
 func StartProbe(ctx context.Context, start time.Time, interval time.Duration) *Probe {
-	p := &Probe{start: start, done: make(chan struct{})}
-	p.wg.Go(func() { p.loop(ctx, interval) })
+	p := &Probe{start: start, done: make(chan struct{}), changed: make(chan struct{}, 1)}
+	p.interval.Store(int64(interval))
+	p.wg.Go(func() { p.loop(ctx) })
 	return p
 }
 
-func (p *Probe) loop(ctx context.Context, interval time.Duration) {
+// SetInterval changes the probe's sleep at once: a sleep under way ends
+// early, unrecorded, and the next is of the new interval.
+func (p *Probe) SetInterval(d time.Duration) {
+	p.interval.Store(int64(d))
+	signal(p.changed)
+}
+
+func (p *Probe) loop(ctx context.Context) {
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
 	for {
+		interval := time.Duration(p.interval.Load())
 		intended := time.Now().Add(interval)
-		time.Sleep(interval)
-		woke := time.Now()
-		p.samples.add(Lateness{T: woke.Sub(p.start), Late: lateness(intended, woke)})
+		t.Reset(interval)
 		select {
 		case <-ctx.Done():
 			return
 		case <-p.done:
 			return
-		default:
+		case <-p.changed:
+			continue
+		case <-t.C:
 		}
+		woke := time.Now()
+		p.samples.add(Lateness{T: woke.Sub(p.start), Late: lateness(intended, woke)})
 	}
 }
 

@@ -108,3 +108,39 @@ func TestProbeRuns(t *testing.T) {
 	}
 	p.Release()
 }
+
+// TestSetIntervalSlowsSamplerAndProbe: after SetInterval to an hour, the
+// sampler and the probe each take at most one more reading (the one already
+// due) however long the test waits; back at 1 ms they run again. The events
+// phase relies on it to keep their CPU out of the steps' (EventsPlan).
+func TestSetIntervalSlowsSamplerAndProbe(t *testing.T) {
+	leakcheck.Check(t)
+	start := time.Now()
+	s := StartSampler(context.Background(), start, time.Millisecond)
+	p := StartProbe(context.Background(), start, time.Millisecond)
+	defer func() { s.Stop(); p.Stop(); s.Release(); p.Release() }()
+	counts := func() (int, int) {
+		now := time.Since(start)
+		return s.Gaps(0, now).Samples, p.Window(0, now).Count
+	}
+	waitFor := func(what string, done func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); !done(); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 30 s", what)
+			}
+		}
+	}
+	waitFor("5 readings each at 1 ms", func() bool { a, b := counts(); return a >= 5 && b >= 5 })
+	s.SetInterval(time.Hour)
+	p.SetInterval(time.Hour)
+	// A reading due under the old interval may still come; after it, none.
+	time.Sleep(50 * time.Millisecond)
+	a0, b0 := counts()
+	time.Sleep(200 * time.Millisecond)
+	if a, b := counts(); a > a0+1 || b > b0+1 {
+		t.Errorf("at an hour's interval the sampler took %d and the probe %d readings in 200 ms", a-a0, b-b0)
+	}
+	s.SetInterval(time.Millisecond)
+	waitFor("the sampler back at 1 ms", func() bool { a, _ := counts(); return a >= a0+5 })
+}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime/metrics"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -90,24 +91,42 @@ func (s *series[T]) release() {
 // decoding, the garbage collector marking) its goroutine wakes late, and
 // Gaps reports the longest interval actually seen.
 type Sampler struct {
-	start   time.Time
-	samples series[MemSample]
-	done    chan struct{}
-	wg      sync.WaitGroup
+	start    time.Time
+	interval atomic.Int64 // time.Duration; SetInterval changes it
+	changed  chan struct{}
+	samples  series[MemSample]
+	done     chan struct{}
+	wg       sync.WaitGroup
 }
 
 // StartSampler starts sampling every interval, with times measured from start,
 // until ctx ends or Stop is called.
 func StartSampler(ctx context.Context, start time.Time, interval time.Duration) *Sampler {
-	s := &Sampler{start: start, done: make(chan struct{})}
-	s.wg.Go(func() { s.loop(ctx, interval) })
+	s := &Sampler{start: start, done: make(chan struct{}), changed: make(chan struct{}, 1)}
+	s.interval.Store(int64(interval))
+	s.wg.Go(func() { s.loop(ctx) })
 	return s
 }
 
-func (s *Sampler) loop(ctx context.Context, interval time.Duration) {
+// SetInterval changes the sampling interval at once: the next sample is one
+// new interval after the change.
+func (s *Sampler) SetInterval(d time.Duration) {
+	s.interval.Store(int64(d))
+	signal(s.changed)
+}
+
+// signal wakes the loop waiting on c, once however often it is called.
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Sampler) loop(ctx context.Context) {
 	r := newMemReader()
 	defer r.close()
-	t := time.NewTicker(interval)
+	t := time.NewTicker(time.Duration(s.interval.Load()))
 	defer t.Stop()
 	for {
 		s.samples.add(r.read(s.start))
@@ -116,6 +135,8 @@ func (s *Sampler) loop(ctx context.Context, interval time.Duration) {
 			return
 		case <-s.done:
 			return
+		case <-s.changed:
+			t.Reset(time.Duration(s.interval.Load()))
 		case <-t.C:
 		}
 	}
