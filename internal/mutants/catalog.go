@@ -55,6 +55,9 @@ var (
 	// server: reads, the hot cache, Upsert, Replace and the indexes against
 	// client-go's indexer (store_test.go, store_diff_test.go).
 	encstorePackage = Command{Pkg: "./internal/encstore/", Run: ".", Short: true, Timeout: 5 * time.Minute}
+	// handedPackage is the handed set's own tests, which need no API server
+	// (handed_sums_test.go: whose digests vouch for which version).
+	handedPackage = Command{Pkg: "./internal/reflector/", Run: "^TestHanded", Short: true, Timeout: 5 * time.Minute}
 	// shardReason finds a failed check of either: the line of the test
 	// file (filter_test.go, conformance's shard_test.go) that does not start
 	// with a count (TestShardUnion's summary).
@@ -179,6 +182,32 @@ var Catalog = []Mutant{
 			Old: "if dataPointer(v) == dataPointer(prev) || !equalValues(v, prev) {",
 			New: "if dataPointer(v) == dataPointer(prev) {"}},
 		Cmd: harness,
+	},
+	// Under sharing, a new version takes the top-level fields encoded as the
+	// held version's were (a Pod's spec after a status patch) from the held
+	// version instead of decoding them; taking them without comparing the
+	// digests keeps the old spec after a change.
+	{
+		Name:   "take-field-without-digest",
+		Where:  "internal/wire/unchanged.go: (*unchanged).skip",
+		Breaks: "a changed spec (a new image) keeps the held version's: the cache shows the old spec (WithSharing)",
+		Edits: []Edit{{File: "internal/wire/unchanged.go",
+			Old: "if u.ok && u.held.has(f) {",
+			New: "if u.ok && f.num != 0 {"}},
+		Cmd: harness,
+	},
+	// The digests kept for a key are used only while the handed object is
+	// the version they were read from; without that check, digests of a
+	// version the reflector has not been handed yet, or of a list's object
+	// that the handed set no longer holds, vouch for another version's field.
+	{
+		Name:   "take-field-any-version",
+		Where:  "internal/reflector/handed.go: (*Handed).prior",
+		Breaks: "a new version takes the spec of an older version whose digests were never its own: the cache shows an old spec (WithSharing)",
+		Edits: []Edit{{File: "internal/reflector/handed.go",
+			Old: "wire.VersionOfStrings(string(m.GetUID()), m.GetResourceVersion()) != sums.Version {",
+			New: "false {"}},
+		Cmd: handedPackage,
 	},
 	// Equal parts are compared along a plan of their type, in memory; a
 	// plan that takes slices of one length for equal without comparing

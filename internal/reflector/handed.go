@@ -7,8 +7,11 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/cachetune/cachetune/internal/wire"
 )
 
 // Handed is what the reflector has been handed: the objects of the last list
@@ -40,6 +43,12 @@ type Handed struct {
 	// handed and not yet resolved by the informer (see recordGoneAt).
 	Placeholder  func(*Record) runtime.Object
 	placeholders sync.Map
+	// sums are the digests of the fields of the objects the wire decoder
+	// decoded, by the key's hash, each naming the version it is of: what a
+	// new version compares its fields with (wire.Prior). An entry whose
+	// version is not the handed object's is never used; entries of keys no
+	// longer handed go with them (removeLocked, Replace).
+	sums map[uint64]wire.FieldSums
 }
 
 var handedSeed = maphash.MakeSeed()
@@ -176,6 +185,7 @@ func (v *Handed) putLocked(obj runtime.Object) {
 
 func (v *Handed) removeLocked(ns, name string) {
 	h := handedHash(ns, name)
+	delete(v.sums, h)
 	if old, ok := v.byHash[h]; ok {
 		if ons, oname, _ := identify(old); ons == ns && oname == name {
 			delete(v.byHash, h)
@@ -212,6 +222,49 @@ func (v *Handed) Replace(items []runtime.Object) {
 	for _, obj := range items {
 		v.putLocked(obj)
 	}
+	for h := range v.sums {
+		if _, ok := v.byHash[h]; !ok {
+			delete(v.sums, h)
+		}
+	}
+}
+
+// prior returns the handed object of id's key with the digests its fields
+// were decoded with, when the digests are of that object's version.
+func (v *Handed) prior(id wire.Identity) (runtime.Object, wire.FieldSums, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	h := handedHashBytes(id.Namespace, id.Name)
+	sums, ok := v.sums[h]
+	if !ok {
+		return nil, sums, false
+	}
+	obj, ok := v.byHash[h]
+	if !ok {
+		return nil, sums, false
+	}
+	m, ok := obj.(interface {
+		GetNamespace() string
+		GetName() string
+		GetUID() types.UID
+		GetResourceVersion() string
+	})
+	if !ok || m.GetNamespace() != string(id.Namespace) || m.GetName() != string(id.Name) ||
+		wire.VersionOfStrings(string(m.GetUID()), m.GetResourceVersion()) != sums.Version {
+		return nil, sums, false
+	}
+	return obj, sums, true
+}
+
+// keepSums keeps the digests of an object the wire decoder decoded, for its
+// next version (see prior).
+func (v *Handed) keepSums(id wire.Identity, sums wire.FieldSums) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.sums == nil {
+		v.sums = map[uint64]wire.FieldSums{}
+	}
+	v.sums[handedHashBytes(id.Namespace, id.Name)] = sums
 }
 
 // Changes are the watch events that turn the handed set into a new list.

@@ -35,7 +35,36 @@ func newWireDecoder(newObject func() runtime.Object, gr schema.GroupResource, v 
 		f = everyShard{}
 	}
 	strip := wire.Strip{ManagedFields: s.ManagedFields, Annotations: s.Annotations, AnnotationPrefixes: s.AnnotationPrefixes}
-	return wire.NewDecoder(newObject, gr, strip, &wireCaller{handed: v, strip: s, shard: f, gr: gr})
+	c := &wireCaller{handed: v, strip: s, shard: f, gr: gr}
+	d := wire.NewDecoder(newObject, gr, strip, c)
+	if takesUnchanged(v, s, gr) {
+		d.TakeUnchanged(c)
+	}
+	return d
+}
+
+// takesUnchanged reports whether a new version of an object may take the
+// top-level fields encoded as the handed version's were from the handed
+// version (wire.Prior): only where sharing lets two versions share unchanged
+// parts already, and where nothing but sharing runs after the decoding of a
+// field that could make the handed version's differ from what the new bytes
+// would give. A user's transform or a prune may read one field to change
+// another; the mutation guard watches canonical parts only; an encoded
+// store's handed set keeps records, not objects.
+func takesUnchanged(v *Handed, s *shrink.Pipeline, gr schema.GroupResource) bool {
+	return v != nil && !v.Compact && s.Share && !s.Guard && s.Transform == nil &&
+		len(s.Prunes[gr]) == 0 && len(s.TypedPrunes) == 0
+}
+
+// Prior returns the handed object of id's key and the digests its fields
+// were decoded with, when they are its own (wire.Prior).
+func (c *wireCaller) Prior(id wire.Identity) (runtime.Object, wire.FieldSums, bool) {
+	return c.handed.prior(id)
+}
+
+// Decoded keeps the digests of a newly decoded object (wire.Prior).
+func (c *wireCaller) Decoded(id wire.Identity, sums wire.FieldSums) {
+	c.handed.keepSums(id, sums)
 }
 
 // Skip drops an object of another shard from its namespace and name alone

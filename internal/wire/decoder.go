@@ -5,6 +5,7 @@
 package wire
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -49,6 +50,11 @@ type Decoder struct {
 	// caller; it aliases the message and is valid until the next read.
 	skippedRV []byte
 
+	// prior, when set (TakeUnchanged), gives the held versions whose
+	// unchanged top-level fields new versions take; u is its scratch.
+	prior Prior
+	u     unchanged
+
 	metaBuf, objBuf, itemBuf []byte
 	// reused counts objects returned from the cache.
 	reused int
@@ -63,6 +69,11 @@ type Decoder struct {
 func NewDecoder(newObject func() runtime.Object, gr schema.GroupResource, strip Strip, caller Caller) *Decoder {
 	return &Decoder{newObject: newObject, gr: gr, strip: strip, caller: caller}
 }
+
+// TakeUnchanged makes the decoder take a new version's top-level fields that
+// are encoded exactly as the held version's were from the held version, as p
+// keeps them (see Prior), rather than decode them.
+func (d *Decoder) TakeUnchanged(p Prior) { d.prior = p }
 
 // Reused is the number of objects the decoder returned from the cache.
 func (d *Decoder) Reused() int { return d.reused }
@@ -129,33 +140,68 @@ func (d *Decoder) Object(msg []byte) (obj runtime.Object, reused bool, err error
 		d.reused++
 		return o, true, nil
 	}
-	d.objBuf, err = d.stripEncoded(d.objBuf[:0], msg)
-	if err != nil {
-		return nil, false, err
-	}
 	obj = d.newObject()
 	u, ok := obj.(unmarshaler)
 	if !ok {
 		return nil, false, fmt.Errorf("%T cannot be decoded from protobuf", obj)
 	}
-	if err := u.Unmarshal(d.objBuf); err != nil {
-		return nil, false, fmt.Errorf("decode %s %s/%s: %w", d.gr, id.Namespace, id.Name, err)
+	var plan *takePlan
+	if d.prior != nil {
+		plan = takePlanOf(obj)
+	}
+	if err := d.decode(u, msg, id, plan); err != nil {
+		return nil, false, err
+	}
+	if !d.u.fill(obj) { // the held version is of another type: decode it all
+		obj = d.newObject()
+		if err := d.decode(obj.(unmarshaler), msg, id, nil); err != nil {
+			return nil, false, err
+		}
 	}
 	obj, err = d.caller.Finish(obj)
 	if err != nil {
 		return nil, false, err
 	}
+	if d.u.plan != nil {
+		d.prior.Decoded(id, d.u.sums)
+	}
 	return obj, false, nil
+}
+
+// decode strips msg and decodes it into u, without the top-level fields to
+// take from the held version when plan is set (d.u says which).
+func (d *Decoder) decode(u unmarshaler, msg []byte, id Identity, plan *takePlan) error {
+	d.u.plan, d.u.take = nil, d.u.take[:0]
+	if plan != nil {
+		d.u.begin(d.prior, plan, id)
+	}
+	var err error
+	d.objBuf, err = d.stripEncoded(d.objBuf[:0], msg)
+	if errors.Is(err, errDuplicateTopField) {
+		d.u.plan, d.u.take = nil, d.u.take[:0]
+		d.objBuf, err = d.stripEncoded(d.objBuf[:0], msg)
+	}
+	if err != nil {
+		return err
+	}
+	if err := u.Unmarshal(d.objBuf); err != nil {
+		return fmt.Errorf("decode %s %s/%s: %w", d.gr, id.Namespace, id.Name, err)
+	}
+	return nil
 }
 
 // stripEncoded appends msg to dst without the ObjectMeta fields the caller's
 // shrink pipeline removes: managedFields and the stripped annotations.
 func (d *Decoder) stripEncoded(dst, msg []byte) ([]byte, error) {
-	if !d.strip.ManagedFields && len(d.strip.Annotations) == 0 && len(d.strip.AnnotationPrefixes) == 0 {
+	if !d.strip.ManagedFields && len(d.strip.Annotations) == 0 && len(d.strip.AnnotationPrefixes) == 0 && d.u.plan == nil {
 		return append(dst, msg...), nil
 	}
 	err := EachField(msg, func(num protowire.Number, typ protowire.Type, v []byte) error {
 		if num != objMetadataField || typ != protowire.BytesType {
+			take, err := d.u.skip(num, typ, v)
+			if err != nil || take {
+				return err
+			}
 			dst = appendField(dst, num, typ, v)
 			return nil
 		}

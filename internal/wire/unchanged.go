@@ -1,0 +1,206 @@
+package wire
+
+import (
+	"errors"
+	"hash/maphash"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Prior is a Caller that keeps, for each object it holds, the digests of the
+// object's top-level fields as they were encoded (FieldSums), so that a new
+// version whose field is encoded exactly as the held version's was takes the
+// held version's field instead of decoding it: a Pod's spec, when a status
+// patch or a label changed the Pod. The field is shared between the two
+// versions, so a caller offers this only where its cache shares unchanged
+// parts between versions already (leanstore's sharing).
+type Prior interface {
+	// Prior returns the held version of id's object and the digests it was
+	// decoded with, when the digests are that version's.
+	Prior(id Identity) (obj runtime.Object, sums FieldSums, ok bool)
+	// Decoded keeps the digests of an object just decoded and finished, for
+	// its next version.
+	Decoded(id Identity, sums FieldSums)
+}
+
+// maxSums is how many top-level fields of an object are digested: a
+// Kubernetes object has its spec and its status, at most a few more.
+const maxSums = 2
+
+// minSummed is the shortest encoded field worth a digest: below it, decoding
+// costs about as much as hashing.
+const minSummed = 64
+
+// FieldSums are the digests of an object's encoded top-level fields (but its
+// metadata), and of the version (uid and resourceVersion) they were read
+// from.
+type FieldSums struct {
+	Version uint64
+	n       uint8
+	fields  [maxSums]fieldSum
+}
+
+type fieldSum struct {
+	num protowire.Number
+	sum [2]uint64 // two seeds: 128 bits
+}
+
+var (
+	versionSeed          = maphash.MakeSeed()
+	sumSeedA, sumSeedB   = maphash.MakeSeed(), maphash.MakeSeed()
+	takePlans            sync.Map // reflect.Type -> *takePlan
+	errDuplicateTopField = errors.New("a top-level field twice")
+)
+
+// VersionOf is the digest of a uid and a resourceVersion, which FieldSums
+// carry to say which version of an object they are of.
+func VersionOf(uid, resourceVersion []byte) uint64 {
+	var h maphash.Hash
+	h.SetSeed(versionSeed)
+	h.Write(uid)
+	h.WriteByte(0)
+	h.Write(resourceVersion)
+	return h.Sum64()
+}
+
+// VersionOfStrings is VersionOf for a uid and a resourceVersion read from a
+// decoded object.
+func VersionOfStrings(uid, resourceVersion string) uint64 {
+	var h maphash.Hash
+	h.SetSeed(versionSeed)
+	h.WriteString(uid)
+	h.WriteByte(0)
+	h.WriteString(resourceVersion)
+	return h.Sum64()
+}
+
+func (s *FieldSums) add(num protowire.Number, v []byte) fieldSum {
+	f := fieldSum{num: num, sum: [2]uint64{maphash.Bytes(sumSeedA, v), maphash.Bytes(sumSeedB, v)}}
+	if int(s.n) < maxSums {
+		s.fields[s.n] = f
+		s.n++
+	}
+	return f
+}
+
+func (s *FieldSums) has(f fieldSum) bool {
+	for _, g := range s.fields[:s.n] {
+		if g == f {
+			return true
+		}
+	}
+	return false
+}
+
+// takePlan maps a type's top-level fields that may be taken from a held
+// version to their Go fields: single (not repeated) message fields, a struct
+// or a pointer to one, but the metadata.
+type takePlan struct {
+	field map[protowire.Number]int // protobuf field number -> struct field index
+}
+
+// takePlanOf returns the plan of obj's type, built at its first use; nil when
+// the type has no such field (a PartialObjectMetadata).
+func takePlanOf(obj runtime.Object) *takePlan {
+	t := reflect.TypeOf(obj)
+	if p, ok := takePlans.Load(t); ok {
+		return p.(*takePlan)
+	}
+	var p *takePlan
+	if t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct {
+		st := t.Elem()
+		for i := range st.NumField() {
+			f := st.Field(i)
+			num, ok := protobufField(f.Tag.Get("protobuf"))
+			if !ok || num == objMetadataField || !f.IsExported() {
+				continue
+			}
+			if k := f.Type.Kind(); k != reflect.Struct && (k != reflect.Pointer || f.Type.Elem().Kind() != reflect.Struct) {
+				continue
+			}
+			if p == nil {
+				p = &takePlan{field: map[protowire.Number]int{}}
+			}
+			p.field[num] = i
+		}
+	}
+	takePlans.Store(t, p)
+	return p
+}
+
+// protobufField reads the field number of a single message field from a
+// generated struct tag, "bytes,2,opt,name=spec".
+func protobufField(tag string) (protowire.Number, bool) {
+	parts := strings.Split(tag, ",")
+	if len(parts) < 3 || parts[0] != "bytes" || parts[2] != "opt" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(parts[1])
+	if err != nil || n <= 0 {
+		return 0, false
+	}
+	return protowire.Number(n), true
+}
+
+// unchanged is what Object works out for one message under a Prior: the held
+// version, its digests, the new digests and the fields to take.
+type unchanged struct {
+	plan  *takePlan
+	prior runtime.Object
+	held  FieldSums
+	ok    bool
+	sums  FieldSums
+	take  []protowire.Number
+}
+
+// begin prepares u for the message of id.
+func (u *unchanged) begin(p Prior, plan *takePlan, id Identity) {
+	u.plan, u.take = plan, u.take[:0]
+	u.sums = FieldSums{Version: VersionOf(id.UID, id.ResourceVersion)}
+	u.prior, u.held, u.ok = p.Prior(id)
+}
+
+// skip digests a top-level field and reports whether the held version's is
+// to be taken instead of decoding it. A field seen twice (protobuf merges
+// repeated occurrences of a message field) is an error: the caller decodes
+// the message again without taking anything.
+func (u *unchanged) skip(num protowire.Number, typ protowire.Type, v []byte) (bool, error) {
+	if u.plan == nil || typ != protowire.BytesType || len(v) < minSummed {
+		return false, nil
+	}
+	if _, ok := u.plan.field[num]; !ok {
+		return false, nil
+	}
+	for _, g := range u.sums.fields[:u.sums.n] {
+		if g.num == num {
+			return false, errDuplicateTopField
+		}
+	}
+	f := u.sums.add(num, v)
+	if u.ok && u.held.has(f) {
+		u.take = append(u.take, num)
+		return true, nil
+	}
+	return false, nil
+}
+
+// fill copies the taken fields from the held version into obj.
+func (u *unchanged) fill(obj runtime.Object) bool {
+	if len(u.take) == 0 {
+		return true
+	}
+	dst, src := reflect.ValueOf(obj), reflect.ValueOf(u.prior)
+	if dst.Type() != src.Type() || src.IsNil() {
+		return false
+	}
+	for _, num := range u.take {
+		i := u.plan.field[num]
+		dst.Elem().Field(i).Set(src.Elem().Field(i))
+	}
+	return true
+}
