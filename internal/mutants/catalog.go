@@ -58,6 +58,8 @@ var (
 	// handedPackage is the handed set's own tests, which need no API server
 	// (handed_sums_test.go: whose digests vouch for which version).
 	handedPackage = Command{Pkg: "./internal/reflector/", Run: "^TestHanded", Short: true, Timeout: 5 * time.Minute}
+	// wirePackage is the wire decoder's own tests, which need no API server.
+	wirePackage = Command{Pkg: "./internal/wire/", Run: ".", Short: true, Timeout: 5 * time.Minute}
 	// shardReason finds a failed check of either: the line of the test
 	// file (filter_test.go, conformance's shard_test.go) that does not start
 	// with a count (TestShardUnion's summary).
@@ -190,11 +192,24 @@ var Catalog = []Mutant{
 	{
 		Name:   "take-field-without-digest",
 		Where:  "internal/wire/unchanged.go: (*unchanged).skip",
-		Breaks: "a changed spec (a new image) keeps the held version's: the cache shows the old spec (WithSharing)",
+		Breaks: "a changed spec (a new image) keeps the held version's: the cache shows the old spec",
 		Edits: []Edit{{File: "internal/wire/unchanged.go",
 			Old: "if u.ok && u.held.has(f) {",
 			New: "if u.ok && f.num != 0 {"}},
 		Cmd: harness,
+	},
+	// Without sharing, a field taken from the held version is deep-copied:
+	// sharing it would let two versions of an object share parts in a cache
+	// that promises none do (a handler mutating its new object changes the
+	// old one).
+	{
+		Name:   "take-field-shared-without-sharing",
+		Where:  "internal/wire/unchanged.go: (*unchanged).fill",
+		Breaks: "the defaults' versions of an object share their unchanged spec: a mutation of one shows in the other",
+		Edits: []Edit{{File: "internal/wire/unchanged.go",
+			Old: "case !u.copy:",
+			New: "case true:"}},
+		Cmd: wirePackage,
 	},
 	// The digests kept for a key are used only while the handed object is
 	// the version they were read from; without that check, digests of a
@@ -203,7 +218,7 @@ var Catalog = []Mutant{
 	{
 		Name:   "take-field-any-version",
 		Where:  "internal/reflector/handed.go: (*Handed).prior",
-		Breaks: "a new version takes the spec of an older version whose digests were never its own: the cache shows an old spec (WithSharing)",
+		Breaks: "a new version takes the spec of an older version whose digests were never its own: the cache shows an old spec",
 		Edits: []Edit{{File: "internal/reflector/handed.go",
 			Old: "wire.VersionOfStrings(string(m.GetUID()), m.GetResourceVersion()) != sums.Version {",
 			New: "false {"}},

@@ -166,11 +166,17 @@ func (c *conn) stripped(obj runtime.Object) (runtime.Object, error) {
 // beside the object of obj's key handed before (Handed.Previous), whose
 // unchanged parts obj's new version takes.
 func shrinkObject(s *shrink.Pipeline, handed *Handed, obj runtime.Object, gr schema.GroupResource) (runtime.Object, error) {
+	return shrinkTaken(s, handed, obj, gr, 0)
+}
+
+// shrinkTaken is shrinkObject for an object whose top-level fields of taken
+// the wire decoder took from the handed version (wire.Prior).
+func shrinkTaken(s *shrink.Pipeline, handed *Handed, obj runtime.Object, gr schema.GroupResource, taken shrink.Fields) (runtime.Object, error) {
 	var prev any
 	if s.Share {
 		prev = handed.Previous(obj)
 	}
-	out, err := s.ApplyAfter(obj, prev, gr)
+	out, err := s.ApplyTaken(obj, prev, gr, taken)
 	if err != nil {
 		return nil, err
 	}

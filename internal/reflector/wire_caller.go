@@ -38,21 +38,22 @@ func newWireDecoder(newObject func() runtime.Object, gr schema.GroupResource, v 
 	c := &wireCaller{handed: v, strip: s, shard: f, gr: gr}
 	d := wire.NewDecoder(newObject, gr, strip, c)
 	if takesUnchanged(v, s, gr) {
-		d.TakeUnchanged(c)
+		d.TakeUnchanged(c, !s.Share)
 	}
 	return d
 }
 
 // takesUnchanged reports whether a new version of an object may take the
 // top-level fields encoded as the handed version's were from the handed
-// version (wire.Prior): only where sharing lets two versions share unchanged
-// parts already, and where nothing but sharing runs after the decoding of a
-// field that could make the handed version's differ from what the new bytes
-// would give. A user's transform or a prune may read one field to change
-// another; the mutation guard watches canonical parts only; an encoded
-// store's handed set keeps records, not objects.
+// version (wire.Prior): shared where sharing lets two versions share
+// unchanged parts already, deep-copied otherwise; and only where nothing but
+// interning or sharing runs after the decoding of a field that could make
+// the handed version's differ from what the new bytes would give. A user's
+// transform or a prune may read one field to change another; the mutation
+// guard watches canonical parts only; an encoded store's handed set keeps
+// records, not objects.
 func takesUnchanged(v *Handed, s *shrink.Pipeline, gr schema.GroupResource) bool {
-	return v != nil && !v.Compact && s.Share && !s.Guard && s.Transform == nil &&
+	return v != nil && !v.Compact && !s.Guard && s.Transform == nil &&
 		len(s.Prunes[gr]) == 0 && len(s.TypedPrunes) == 0
 }
 
@@ -94,8 +95,8 @@ func (c *wireCaller) Cached(id wire.Identity) (runtime.Object, bool) {
 
 // Finish runs the rest of the stripping on a decoded object: prunes, the
 // user's transform, interning and sharing.
-func (c *wireCaller) Finish(obj runtime.Object) (runtime.Object, error) {
-	return shrinkObject(c.strip, c.handed, obj, c.gr)
+func (c *wireCaller) Finish(obj runtime.Object, taken uint64) (runtime.Object, error) {
+	return shrinkTaken(c.strip, c.handed, obj, c.gr, shrink.Fields(taken))
 }
 
 // decodeList decodes one protobuf list page with d into a listResult, counting

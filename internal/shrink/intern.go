@@ -39,7 +39,11 @@ type interner struct{ *shareTable }
 // internObject interns the strings of obj (a pointer to a typed object, an
 // *unstructured.Unstructured or a *metav1.PartialObjectMetadata) in place,
 // along its type's plan.
-func (t interner) internObject(obj any) {
+func (t interner) internObject(obj any) { t.internObjectSkipping(obj, 0) }
+
+// internObjectSkipping is internObject but for the top-level fields of skip,
+// whose strings are interned already.
+func (t interner) internObjectSkipping(obj any, skip Fields) {
 	v := reflect.ValueOf(obj)
 	if v.Kind() != reflect.Pointer || v.IsNil() {
 		return
@@ -52,7 +56,7 @@ func (t interner) internObject(obj any) {
 		t.internAnyMap(u.Object, true, false)
 		return
 	}
-	t.internPlanAt(planOf(v.Type().Elem()), v.UnsafePointer())
+	t.internPlanAt(planSkipping(v.Type().Elem(), skip), v.UnsafePointer())
 }
 
 // mapWrite is an entry of a map to store again once its walk is done.

@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/cachetune/cachetune/pkg/testkit/dataset"
@@ -364,5 +365,46 @@ func BenchmarkIntern(b *testing.B) {
 				bc.intern(table, pods[i%batch])
 			}
 		})
+	}
+}
+
+// TestApplyTakenLeavesTakenFieldsAlone: interning a Pod whose spec was taken
+// from the held version visits its metadata and status but not its spec,
+// whose strings the held version's interning made canonical already.
+func TestApplyTakenLeavesTakenFieldsAlone(t *testing.T) {
+	p := NewPipeline(Config{Intern: true})
+	fresh := func(s string) string { return strings.Clone(s) }
+	pod := func() *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: fresh("ns"), Labels: map[string]string{fresh("app"): fresh("shop")}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: fresh("app"), Image: fresh("img:1")}}},
+			Status:     corev1.PodStatus{Phase: corev1.PodPhase(fresh("Running"))},
+		}
+	}
+	gr := schema.GroupResource{Resource: "pods"}
+	first := pod()
+	for range 2 { // a string is canonical from its second sighting on
+		if _, err := p.Apply(pod(), gr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spec := Fields(1) << reflect.TypeFor[corev1.Pod]().Field(2).Index[0]
+	if reflect.TypeFor[corev1.Pod]().Field(2).Name != "Spec" {
+		t.Fatal("corev1.Pod's field 2 is not its spec")
+	}
+	next := pod()
+	image, ns, phase := unsafe.StringData(next.Spec.Containers[0].Image), unsafe.StringData(next.Namespace), unsafe.StringData(string(next.Status.Phase))
+	if _, err := p.ApplyTaken(next, first, gr, spec); err != nil {
+		t.Fatal(err)
+	}
+	if unsafe.StringData(next.Spec.Containers[0].Image) != image {
+		t.Error("the taken spec was interned again")
+	}
+	if unsafe.StringData(next.Namespace) == ns || unsafe.StringData(string(next.Status.Phase)) == phase {
+		t.Error("the metadata and status beside the taken spec were not interned")
+	}
+	whole := planOf(reflect.TypeFor[corev1.Pod]())
+	if got := planSkipping(reflect.TypeFor[corev1.Pod](), spec); len(got.ops) >= len(whole.ops) || len(got.ops) == 0 {
+		t.Errorf("the plan without the spec has %d ops, the whole plan %d", len(got.ops), len(whole.ops))
 	}
 }

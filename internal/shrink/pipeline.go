@@ -44,6 +44,16 @@ func (p *Pipeline) Apply(obj any, gr schema.GroupResource) (any, error) {
 // stripped (its shared parts are in the table, its own are no other
 // object's): never the user's, never one a later Apply walks again.
 func (p *Pipeline) ApplyAfter(obj, prev any, gr schema.GroupResource) (any, error) {
+	return p.ApplyTaken(obj, prev, gr, 0)
+}
+
+// ApplyTaken is ApplyAfter for an object whose top-level fields of taken
+// were taken from prev, the version the cache holds, rather than decoded
+// (internal/wire's TakeUnchanged): this Pipeline finished them there, so
+// interning leaves them alone, and sharing finds them equal to prev's at
+// once. Only for a Pipeline without prunes or a transform, which could
+// make a field depend on another.
+func (p *Pipeline) ApplyTaken(obj, prev any, gr schema.GroupResource, taken Fields) (any, error) {
 	if _, tombstone := obj.(cache.DeletedFinalStateUnknown); tombstone {
 		return obj, nil
 	}
@@ -81,10 +91,13 @@ func (p *Pipeline) ApplyAfter(obj, prev any, gr schema.GroupResource) (any, erro
 			// object only, never with another informer's.
 			t = newShareTable(false)
 		}
-		if p.Share && prev != nil {
+		switch {
+		case p.Share && prev != nil:
 			walkObject(t, obj, prev, true) // interns strings as it goes
-		} else {
-			shareObject(t, obj, p.Share)
+		case !p.Share:
+			interner{t}.internObjectSkipping(obj, taken)
+		default:
+			shareObject(t, obj, true)
 		}
 	}
 	return obj, nil

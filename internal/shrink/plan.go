@@ -184,3 +184,49 @@ func structOps(typ reflect.Type, built map[reflect.Type]*internPlan) []internOp 
 // empty reports whether a plan visits nothing. A plan still being built is
 // taken as not empty.
 func (p *internPlan) empty() bool { return !p.building && len(p.ops) == 0 }
+
+// Fields is a set of the top-level struct fields of an object, by index
+// (bit i for field i): fields a new version took from the version the cache
+// holds, already interned there (Pipeline.ApplyTaken).
+type Fields uint64
+
+// skipKey names a plan of a type without some of its fields.
+type skipKey struct {
+	typ  reflect.Type
+	skip Fields
+}
+
+var skippingPlans sync.Map // skipKey -> *internPlan
+
+// planSkipping is typ's plan (a struct's) without the ops inside the fields
+// of skip, built once per type and set.
+func planSkipping(typ reflect.Type, skip Fields) *internPlan {
+	full := planOf(typ)
+	if skip == 0 || typ.Kind() != reflect.Struct {
+		return full
+	}
+	key := skipKey{typ, skip}
+	if p, ok := skippingPlans.Load(key); ok {
+		return p.(*internPlan)
+	}
+	inSkipped := func(off uintptr) bool {
+		for i := range min(typ.NumField(), 64) {
+			if skip&(1<<i) == 0 {
+				continue
+			}
+			f := typ.Field(i)
+			if off >= f.Offset && off < f.Offset+f.Type.Size() {
+				return true
+			}
+		}
+		return false
+	}
+	p := &internPlan{}
+	for _, op := range full.ops {
+		if !inSkipped(op.off) {
+			p.ops = append(p.ops, op)
+		}
+	}
+	skippingPlans.Store(key, p)
+	return p
+}

@@ -27,7 +27,9 @@ type Caller interface {
 	Cached(id Identity) (runtime.Object, bool)
 	// Finish runs the caller's stage on a newly decoded object (the rest of
 	// the stripping, the user's transform, interning) and returns what to keep.
-	Finish(obj runtime.Object) (runtime.Object, error)
+	// taken has bit i set for each field i of the object's struct taken from
+	// the held version rather than decoded (TakeUnchanged).
+	Finish(obj runtime.Object, taken uint64) (runtime.Object, error)
 }
 
 // Strip names the ObjectMeta fields the decoder drops from the encoded bytes,
@@ -56,8 +58,9 @@ type Decoder struct {
 	u     unchanged
 
 	metaBuf, objBuf, itemBuf []byte
-	// reused counts objects returned from the cache.
-	reused int
+	// reused counts objects returned from the cache; taken, fields taken
+	// from a held version (TakeUnchanged).
+	reused, taken int
 
 	// listType is the apiVersion and kind a list of newObject's type carries
 	// in its envelope (see listTypeOf), found once.
@@ -72,8 +75,14 @@ func NewDecoder(newObject func() runtime.Object, gr schema.GroupResource, strip 
 
 // TakeUnchanged makes the decoder take a new version's top-level fields that
 // are encoded exactly as the held version's were from the held version, as p
-// keeps them (see Prior), rather than decode them.
-func (d *Decoder) TakeUnchanged(p Prior) { d.prior = p }
+// keeps them (see Prior), rather than decode them: shared with the held
+// version, or, with deepCopy, copied (DeepCopyInto), so that no two versions
+// share a part.
+func (d *Decoder) TakeUnchanged(p Prior, deepCopy bool) { d.prior, d.u.copy = p, deepCopy }
+
+// Taken is the number of top-level fields the decoder took from held
+// versions rather than decode them (TakeUnchanged).
+func (d *Decoder) Taken() int { return d.taken }
 
 // Reused is the number of objects the decoder returned from the cache.
 func (d *Decoder) Reused() int { return d.reused }
@@ -152,13 +161,17 @@ func (d *Decoder) Object(msg []byte) (obj runtime.Object, reused bool, err error
 	if err := d.decode(u, msg, id, plan); err != nil {
 		return nil, false, err
 	}
-	if !d.u.fill(obj) { // the held version is of another type: decode it all
+	var taken uint64
+	if d.u.fill(obj) {
+		d.taken += len(d.u.take)
+		taken = d.u.fields()
+	} else { // the held version is of another type: decode it all
 		obj = d.newObject()
 		if err := d.decode(obj.(unmarshaler), msg, id, nil); err != nil {
 			return nil, false, err
 		}
 	}
-	obj, err = d.caller.Finish(obj)
+	obj, err = d.caller.Finish(obj, taken)
 	if err != nil {
 		return nil, false, err
 	}

@@ -69,7 +69,7 @@ func (c testCaller) Cached(id Identity) (runtime.Object, bool) {
 	return o, true
 }
 
-func (testCaller) Finish(obj runtime.Object) (runtime.Object, error) { return obj, nil }
+func (testCaller) Finish(obj runtime.Object, _ uint64) (runtime.Object, error) { return obj, nil }
 
 func newPod() runtime.Object { return &corev1.Pod{} }
 

@@ -102,6 +102,9 @@ func (s *FieldSums) has(f fieldSum) bool {
 // or a pointer to one, but the metadata.
 type takePlan struct {
 	field map[protowire.Number]int // protobuf field number -> struct field index
+	// deepCopy is the index of the DeepCopyInto method of a pointer to
+	// each field's type (for a pointer field, of the type it points to).
+	deepCopy map[protowire.Number]int
 }
 
 // takePlanOf returns the plan of obj's type, built at its first use; nil when
@@ -120,13 +123,21 @@ func takePlanOf(obj runtime.Object) *takePlan {
 			if !ok || num == objMetadataField || !f.IsExported() {
 				continue
 			}
-			if k := f.Type.Kind(); k != reflect.Struct && (k != reflect.Pointer || f.Type.Elem().Kind() != reflect.Struct) {
+			target := f.Type // the struct, or the struct a pointer field points to
+			if target.Kind() == reflect.Pointer {
+				target = target.Elem()
+			}
+			if target.Kind() != reflect.Struct {
 				continue
 			}
-			if p == nil {
-				p = &takePlan{field: map[protowire.Number]int{}}
+			m, ok := reflect.PointerTo(target).MethodByName("DeepCopyInto")
+			if !ok || m.Type.NumIn() != 2 || m.Type.In(1) != reflect.PointerTo(target) {
+				continue // every generated API type has it
 			}
-			p.field[num] = i
+			if p == nil {
+				p = &takePlan{field: map[protowire.Number]int{}, deepCopy: map[protowire.Number]int{}}
+			}
+			p.field[num], p.deepCopy[num] = i, m.Index
 		}
 	}
 	takePlans.Store(t, p)
@@ -150,6 +161,8 @@ func protobufField(tag string) (protowire.Number, bool) {
 // unchanged is what Object works out for one message under a Prior: the held
 // version, its digests, the new digests and the fields to take.
 type unchanged struct {
+	// copy deep-copies the taken fields rather than sharing them.
+	copy  bool
 	plan  *takePlan
 	prior runtime.Object
 	held  FieldSums
@@ -200,7 +213,32 @@ func (u *unchanged) fill(obj runtime.Object) bool {
 	}
 	for _, num := range u.take {
 		i := u.plan.field[num]
-		dst.Elem().Field(i).Set(src.Elem().Field(i))
+		df, sf := dst.Elem().Field(i), src.Elem().Field(i)
+		switch {
+		case !u.copy:
+			df.Set(sf)
+		case sf.Kind() == reflect.Pointer:
+			if sf.IsNil() {
+				df.SetZero()
+				continue
+			}
+			cp := reflect.New(sf.Type().Elem())
+			sf.Method(u.plan.deepCopy[num]).Call([]reflect.Value{cp})
+			df.Set(cp)
+		default:
+			sf.Addr().Method(u.plan.deepCopy[num]).Call([]reflect.Value{df.Addr()})
+		}
 	}
 	return true
+}
+
+// fields is the set of the struct fields taken, bit i for field i.
+func (u *unchanged) fields() uint64 {
+	var f uint64
+	for _, num := range u.take {
+		if i := u.plan.field[num]; i < 64 {
+			f |= 1 << i
+		}
+	}
+	return f
 }

@@ -35,10 +35,15 @@ func (c *priorCaller) Decoded(id Identity, sums FieldSums) { c.sums[string(id.Na
 // one's takes the held spec (the same containers array) and decodes the rest;
 // a changed spec, or a held version the digests are not of, is decoded.
 func TestDecoderTakesUnchangedFields(t *testing.T) {
+	t.Run("shared", func(t *testing.T) { testTakesUnchanged(t, false) })
+	t.Run("copied", func(t *testing.T) { testTakesUnchanged(t, true) })
+}
+
+func testTakesUnchanged(t *testing.T, deepCopy bool) {
 	s := Strip{ManagedFields: true}
 	c := &priorCaller{held: map[string]runtime.Object{}, sums: map[string]FieldSums{}}
 	d := NewDecoder(newPod, podsGR, s, c)
-	d.TakeUnchanged(c)
+	d.TakeUnchanged(c, deepCopy)
 	decode := func(p *corev1.Pod) *corev1.Pod {
 		t.Helper()
 		_, msg, err := Unwrap(encodePod(t, p))
@@ -56,17 +61,35 @@ func TestDecoderTakesUnchangedFields(t *testing.T) {
 		}
 		return got.(*corev1.Pod)
 	}
-	sameSpec := func(a, b *corev1.Pod) bool { return &a.Spec.Containers[0] == &b.Spec.Containers[0] }
+	// took reports whether b took a's spec: shared, b's containers are a's;
+	// copied, they are not, and the decoder's count tells.
+	var taken int
+	took := func(a, b *corev1.Pod) bool {
+		n := d.Taken() - taken
+		taken = d.Taken()
+		shares := &a.Spec.Containers[0] == &b.Spec.Containers[0]
+		if deepCopy {
+			if shares || &a.Spec.Containers[0].Args[0] == &b.Spec.Containers[0].Args[0] {
+				t.Fatal("a copied spec shares the held version's containers")
+			}
+			return n > 0
+		}
+		if shares != (n > 0) {
+			t.Fatalf("%d fields taken, containers shared: %v", n, shares)
+		}
+		return shares
+	}
 
 	v1 := testPod("a", "1")
 	v1.Spec.Containers[0].Args = []string{"--a-long-enough-argument-for-the-spec-to-be-digested", "--and-another-one"}
 	got1 := decode(v1)
 	c.held["a"] = got1
+	taken = d.Taken()
 
 	v2 := v1.DeepCopy()
 	v2.ResourceVersion, v2.Status.Message = "2", "patched"
 	got2 := decode(v2)
-	if !sameSpec(got1, got2) {
+	if !took(got1, got2) {
 		t.Error("a status patch decoded the unchanged spec again instead of taking the held one")
 	}
 	c.held["a"] = got2
@@ -74,7 +97,7 @@ func TestDecoderTakesUnchangedFields(t *testing.T) {
 	v3 := v2.DeepCopy()
 	v3.ResourceVersion, v3.Spec.Containers[0].Image = "3", "img:2"
 	got3 := decode(v3)
-	if sameSpec(got2, got3) {
+	if took(got2, got3) {
 		t.Error("a changed spec took the held version's")
 	}
 
@@ -84,7 +107,7 @@ func TestDecoderTakesUnchangedFields(t *testing.T) {
 	v4 := v3.DeepCopy()
 	v4.ResourceVersion, v4.Status.Message = "4", "again"
 	got4 := decode(v4)
-	if sameSpec(got2, got4) {
+	if took(got2, got4) {
 		t.Error("digests of version 3 vouched for the spec of the held version 2")
 	}
 }
