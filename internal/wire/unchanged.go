@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -69,14 +70,9 @@ func VersionOf(uid, resourceVersion []byte) uint64 {
 }
 
 // VersionOfStrings is VersionOf for a uid and a resourceVersion read from a
-// decoded object.
+// decoded object; the strings are only read.
 func VersionOfStrings(uid, resourceVersion string) uint64 {
-	var h maphash.Hash
-	h.SetSeed(versionSeed)
-	h.WriteString(uid)
-	h.WriteByte(0)
-	h.WriteString(resourceVersion)
-	return h.Sum64()
+	return VersionOf(unsafe.Slice(unsafe.StringData(uid), len(uid)), unsafe.Slice(unsafe.StringData(resourceVersion), len(resourceVersion)))
 }
 
 func (s *FieldSums) add(num protowire.Number, v []byte) fieldSum {
