@@ -116,7 +116,7 @@ func takePlanOf(obj runtime.Object) *takePlan {
 		for i := range st.NumField() {
 			f := st.Field(i)
 			num, ok := protobufField(f.Tag.Get("protobuf"))
-			if !ok || num == objMetadataField || !f.IsExported() {
+			if !ok || num == objMetadataField || num >= 64 || !f.IsExported() {
 				continue
 			}
 			target := f.Type // the struct, or the struct a pointer field points to
@@ -165,30 +165,34 @@ type unchanged struct {
 	ok    bool
 	sums  FieldSums
 	take  []protowire.Number
+	// seen has bit n set for each field n of the plan met in the message.
+	seen uint64
 }
 
 // begin prepares u for the message of id.
 func (u *unchanged) begin(p Prior, plan *takePlan, id Identity) {
-	u.plan, u.take = plan, u.take[:0]
+	u.plan, u.take, u.seen = plan, u.take[:0], 0
 	u.sums = FieldSums{Version: VersionOf(id.UID, id.ResourceVersion)}
 	u.prior, u.held, u.ok = p.Prior(id)
 }
 
 // skip digests a top-level field and reports whether the held version's is
-// to be taken instead of decoding it. A field seen twice (protobuf merges
-// repeated occurrences of a message field) is an error: the caller decodes
-// the message again without taking anything.
+// to be taken instead of decoding it. A field of the plan seen twice, of any
+// length (protobuf merges repeated occurrences of a message field), is an
+// error: the caller decodes the message again without taking anything.
 func (u *unchanged) skip(num protowire.Number, typ protowire.Type, v []byte) (bool, error) {
-	if u.plan == nil || typ != protowire.BytesType || len(v) < minSummed {
+	if u.plan == nil {
 		return false, nil
 	}
 	if _, ok := u.plan.field[num]; !ok {
 		return false, nil
 	}
-	for _, g := range u.sums.fields[:u.sums.n] {
-		if g.num == num {
-			return false, errDuplicateTopField
-		}
+	if u.seen&(1<<num) != 0 {
+		return false, errDuplicateTopField
+	}
+	u.seen |= 1 << num
+	if typ != protowire.BytesType || len(v) < minSummed {
+		return false, nil
 	}
 	f := u.sums.add(num, v)
 	if u.ok && u.held.has(f) {

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/encoding/protowire"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -109,5 +110,53 @@ func testTakesUnchanged(t *testing.T, deepCopy bool) {
 	got4 := decode(v4)
 	if took(got2, got4) {
 		t.Error("digests of version 3 vouched for the spec of the held version 2")
+	}
+}
+
+// TestDecoderTakesNothingFromARepeatedField: protobuf merges two occurrences
+// of a message field, so a message whose spec comes twice (a short second
+// one: an extra container) is decoded whole, as the generated code would,
+// even where its first spec is the held version's.
+func TestDecoderTakesNothingFromARepeatedField(t *testing.T) {
+	c := &priorCaller{held: map[string]runtime.Object{}, sums: map[string]FieldSums{}}
+	d := NewDecoder(newPod, podsGR, Strip{}, c)
+	d.TakeUnchanged(c, false)
+	v1 := testPod("a", "1")
+	v1.ManagedFields = nil
+	v1.Spec.Containers[0].Args = []string{"--a-long-enough-argument-for-the-spec-to-be-digested"}
+	_, msg1, err := Unwrap(encodePod(t, v1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got1, _, err := d.Object(msg1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.held["a"] = got1
+
+	v2 := v1.DeepCopy()
+	v2.ResourceVersion = "2"
+	_, msg2, err := Unwrap(encodePod(t, v2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	extra, err := (&corev1.PodSpec{Containers: []corev1.Container{{Name: "x"}}}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg2 = appendField(append([]byte(nil), msg2...), 2, protowire.BytesType, extra)
+	want := &corev1.Pod{}
+	if err := want.Unmarshal(msg2); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := d.Object(msg2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want.Spec.Containers) != 2 || !equality.Semantic.DeepEqual(want, got) {
+		t.Fatalf("a spec sent twice decoded unlike the generated code (-want +got):\n%s", cmp.Diff(want, got))
+	}
+	if d.Taken() != 0 {
+		t.Errorf("%d fields taken from a message with a repeated spec", d.Taken())
 	}
 }
