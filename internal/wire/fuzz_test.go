@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/encoding/protowire"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -121,6 +122,61 @@ func FuzzDecodeWatchEvent(f *testing.F) {
 		want.(*corev1.Pod).TypeMeta = metav1.TypeMeta{} // typed clients clear it too
 		if !equality.Semantic.DeepEqual(want, got.Object) {
 			t.Fatalf("object differs (-apimachinery +lean):\n%s", cmp.Diff(want, got.Object))
+		}
+	})
+}
+
+// FuzzDecodeTakingUnchanged decodes a held version and then a next one with a
+// decoder that takes the next one's unchanged top-level fields from the held
+// one (TakeUnchanged, shared and copied): the next one must decode as
+// apimachinery decodes its bytes alone, whatever the two messages hold.
+func FuzzDecodeTakingUnchanged(f *testing.F) {
+	msg := func(p *corev1.Pod) []byte {
+		var buf bytes.Buffer
+		if err := fuzzCodec.Encode(p, &buf); err != nil {
+			f.Fatal(err)
+		}
+		_, m, err := Unwrap(buf.Bytes())
+		if err != nil {
+			f.Fatal(err)
+		}
+		return m
+	}
+	v1 := testPod("a", "1")
+	v1.Spec.Containers[0].Args = []string{"--a-long-enough-argument-for-the-spec-to-be-digested"}
+	v2 := v1.DeepCopy()
+	v2.ResourceVersion, v2.Status.Message = "2", "patched"
+	v3 := v2.DeepCopy()
+	v3.ResourceVersion, v3.Spec.Containers[0].Image = "3", "img:2"
+	f.Add(msg(v1), msg(v2))
+	f.Add(msg(v1), msg(v3))
+	f.Add(msg(v2), append(msg(v2), msg(v3)...)) // every field twice
+	extra, err := (&corev1.PodSpec{Containers: []corev1.Container{{Name: "x"}}}).Marshal()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(msg(v1), appendField(msg(v2), 2, protowire.BytesType, extra)) // a short second spec
+	f.Fuzz(func(t *testing.T, held, next []byte) {
+		for _, deepCopy := range []bool{false, true} {
+			c := &priorCaller{held: map[string]runtime.Object{}, sums: map[string]FieldSums{}}
+			d := NewDecoder(newPod, podsGR, Strip{}, c)
+			d.TakeUnchanged(c, deepCopy)
+			h, _, err := d.Object(held)
+			if err != nil || h == nil {
+				return
+			}
+			c.held[h.(*corev1.Pod).Name] = h
+			got, _, err := d.Object(next)
+			if err != nil || got == nil {
+				continue
+			}
+			want := &corev1.Pod{}
+			if err := want.Unmarshal(next); err != nil {
+				t.Fatalf("the lean decoder decoded a message apimachinery cannot read: %v", err)
+			}
+			if !equality.Semantic.DeepEqual(want, got) {
+				t.Fatalf("next differs (-apimachinery +lean, copy %v):\n%s", deepCopy, cmp.Diff(want, got))
+			}
 		}
 	})
 }
