@@ -17,8 +17,9 @@ import (
 // object's top-level fields as they were encoded (FieldSums), so that a new
 // version whose field is encoded exactly as the held version's was takes the
 // held version's field instead of decoding it: a Pod's spec, when a status
-// patch or a label changed the Pod. The field is shared between the two
-// versions, so a caller offers this only where its cache shares unchanged
+// patch or a label changed the Pod. The decoder shares the field between
+// the two versions or deep-copies it, as the caller asks
+// (Decoder.TakeUnchanged): sharing only where its cache shares unchanged
 // parts between versions already (leanstore's sharing).
 type Prior interface {
 	// Prior returns the held version of id's object and the digests it was
