@@ -131,9 +131,11 @@ func listTypeOf(obj runtime.Object) schema.GroupVersionKind {
 type unmarshaler interface{ Unmarshal([]byte) error }
 
 // Object decodes one object message (not enveloped): the cached object when it
-// is unchanged, otherwise a new object without the stripped fields, run through
-// the caller's Finish. It returns a nil object, and no error, for an object the
-// caller skips; reused says the object is the cached one.
+// is unchanged, otherwise a new object without the stripped fields (and, under
+// TakeUnchanged, with the top-level fields encoded as the held version's were
+// taken from it), run through the caller's Finish. It returns a nil object,
+// and no error, for an object the caller skips; reused says the object is the
+// cached one.
 func (d *Decoder) Object(msg []byte) (obj runtime.Object, reused bool, err error) {
 	id, err := Peek(msg)
 	if err != nil {
