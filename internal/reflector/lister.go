@@ -217,10 +217,14 @@ func (ls *lister) streamingFailed(ctx context.Context, l *listRun, err error) li
 	case isExpired(err):
 		// Expired from the latest resourceVersion: no resourceVersion was
 		// too old, so the server (or a proxy before it) expires the stream
-		// itself, and another streaming list after a backoff would meet the
-		// same answer. A paged LIST asks the same differently.
-		ls.c.retry.Report(ctx, f, err, 0)
+		// itself, and another streaming list would meet the same answer. A
+		// paged LIST asks the same differently, after the backoff: a server
+		// that expires every watch would otherwise see a watch, a streaming
+		// list and a LIST at once on every round.
 		l.pagedWhy = "a streaming list from the latest resourceVersion expired (410); listing with LIST this time"
+		if !ls.c.retry.Failed(ctx, f, err, nil) {
+			return listEnded
+		}
 		return listPaged
 	}
 	if l.streamFailures++; l.streamFailures >= maxStreamFailures {
