@@ -39,9 +39,10 @@ type streamingList struct {
 // list runs the streaming list: a watch that first sends every object as
 // an ADDED event, then a bookmark marking the end of the initial events. The
 // bookmark must come within initialEventsEndWait of the last event: a stream
-// that goes quiet with objects sent, that carries a change (MODIFIED or DELETED)
-// or a plain bookmark before it, or that ends cleanly without it, comes from a
-// server that does not send it, which errNoInitialEventsEnd reports.
+// that goes quiet with objects sent, or that carries a change (MODIFIED or
+// DELETED) or a plain bookmark before it, comes from a server that does not
+// send it, which errNoInitialEventsEnd reports. A stream that closes before it
+// failed once (see streamEnded).
 func (sl streamingList) list(ctx context.Context, rv string, pace *Pacer) (listResult, error) {
 	// A break while the initial events stream is this list's failure; after the
 	// initial-events-end bookmark the stream carries on as the reflector's watch
@@ -116,7 +117,11 @@ func streamingListOptions(rv string) metav1.ListOptions {
 }
 
 // streamEnded is the error of a streaming list whose stream closed before
-// the end of its initial events: brk, when it broke.
+// the end of its initial events: brk, when it broke. A stream that closed
+// without an error is no sign that the server ignores sendInitialEvents (such a
+// server keeps the stream open as a watch, which the quiet timer or the first
+// change reveals): a proxy or the network ended it, as a truncated body does
+// when client-go's watch decoder reads JSON, so it is an ordinary failure.
 func (sl streamingList) streamEnded(brk error, events, items int) error {
 	switch {
 	case brk != nil:
@@ -124,7 +129,7 @@ func (sl streamingList) streamEnded(brk error, events, items int) error {
 	case events == 0:
 		return fmt.Errorf("streaming list of %s ended before any event", sl.c.gr())
 	}
-	return fmt.Errorf("%w: the stream ended after %d objects", errNoInitialEventsEnd, items)
+	return fmt.Errorf("streaming list of %s: the stream ended after %d objects, before the initial-events-end bookmark", sl.c.gr(), items)
 }
 
 // addStreamed adds a streamed object to res; decode says it still needs

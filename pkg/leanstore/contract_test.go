@@ -3,6 +3,7 @@ package leanstore_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	clientfeatures "k8s.io/client-go/features"
@@ -119,6 +121,71 @@ func TestNoInitialEventsEndFallsBackAndIsRemembered(t *testing.T) {
 	if c := proxy.Counts().ByResourceVerb["pods"]; c[faults.WatchList] != 0 || c[faults.List] == 0 {
 		t.Errorf("the re-list sent %v: want LIST only", c)
 	}
+	waitFor(t, ctx, "convergence", func() bool { return sameState(serverState(t, ctx, ns), cacheState(inf)) })
+}
+
+// TestClosedStreamingListIsNotARefusal runs against a proxy that answers JSON
+// and then ends streaming lists' bodies early but cleanly, as a proxy that
+// cuts long responses does: the stream closes after some objects, without the
+// initial-events-end bookmark. That is a failure of the attempt, not a server
+// that ignores sendInitialEvents: once the proxy stops cutting, the next
+// re-list streams again. (It listed with LIST for good before the fix.)
+func TestClosedStreamingListIsNotARefusal(t *testing.T) {
+	leakcheck.Check(t)
+	ctx := testContext(t, 2*time.Minute)
+	ns := srv.NewNamespace(t)
+	seedPods(t, ctx, ns, 10)
+	proxy, err := faults.Start(srv.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	// JSON first: the informer reads JSON for good, through client-go's
+	// watch decoder, which takes a cleanly ended body for a closed stream.
+	stopJSON := proxy.AddRule(faults.Rule{Match: faults.Match{Resource: "pods"}, Fault: faults.AnswerJSON()})
+
+	runCtx, stop := context.WithCancel(ctx)
+	f := leanstore.NewSharedInformerFactory(kubernetes.NewForConfigOrDie(proxy.Config(srv.Config)), 0,
+		leanstore.WithNamespace(ns))
+	defer f.Shutdown()
+	defer stop()
+	inf := leanstore.Unwrap(f.Core().V1().Pods().Informer())
+	f.StartWithContext(runCtx)
+	if !cache.WaitForCacheSync(runCtx.Done(), inf.HasSynced) {
+		t.Fatal("informer did not sync")
+	}
+	stopJSON()
+
+	client := kubernetes.NewForConfigOrDie(srv.Config)
+	pods, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil || len(pods.Items) == 0 {
+		t.Fatalf("a Pod to change: %v", err)
+	}
+	relist := func(what string, want leanstore.ListPath) {
+		t.Helper()
+		// A change the watch delivers first: a 410 on a watch that carried
+		// events lists at once (one without events waits out a backoff).
+		if _, err := client.CoreV1().Pods(ns).Patch(ctx, pods.Items[0].Name, types.MergePatchType,
+			[]byte(`{"metadata":{"labels":{"touched":"`+strconv.Itoa(inf.Status().Lists)+`"}}}`), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, ctx, "the change", func() bool { return sameState(serverState(t, ctx, ns), cacheState(inf)) })
+		lists := inf.Status().Lists
+		proxy.ResetCounts()
+		if n := proxy.EndWatches(faults.Match{Resource: "pods"}, faults.Gone()); n == 0 {
+			t.Fatalf("%s: no watch to end", what)
+		}
+		waitFor(t, ctx, what, func() bool { return inf.Status().Lists > lists })
+		st := inf.Status()
+		c := proxy.Counts().ByResourceVerb["pods"]
+		if st.ListPath != want || c[faults.WatchList] == 0 {
+			t.Errorf("%s: list path %q (%q) after %v, want %q after streaming lists", what, st.ListPath, st.ListPathReason, c, want)
+		}
+	}
+	stopCutting := proxy.AddRule(faults.Rule{Match: faults.Match{Resource: "pods", Verb: faults.WatchList}, Fault: faults.Truncate(60000)})
+	relist("the re-list with cut streams", leanstore.ListPathPaged)
+	stopCutting()
+	relist("the re-list after the cuts", leanstore.ListPathStreaming)
 	waitFor(t, ctx, "convergence", func() bool { return sameState(serverState(t, ctx, ns), cacheState(inf)) })
 }
 
