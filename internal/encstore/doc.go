@@ -39,6 +39,9 @@
 // the resourceVersion the store holds, and its objects are never handed out; a
 // hit returns a DeepCopy. Gets fill it; List, ByIndex and Index read from it but
 // do not fill it, so that a scan does not evict what reconciles read.
+// SharedReads hands out the hot cache's objects themselves: a hot Get then
+// costs a lookup instead of a copy, and readers must not change what they read,
+// as with client-go's caches.
 //
 // An object whose encoding is already in hand (a decoder that read it from the
 // wire, stripped) is stored without encoding it again: AddEncoded, or

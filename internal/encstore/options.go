@@ -31,6 +31,13 @@ type Options struct {
 	// estimated bytes of heap; 0 means 4 MiB, a negative value turns the hot
 	// cache off.
 	HotCacheBytes int64
+	// SharedReads hands out the hot cache's objects themselves instead of a
+	// deep copy of them: a hot read costs a map lookup, and every reader of
+	// an object, like the old object Upsert reports, may hold the same
+	// pointer, which nobody may change (client-go's rule for every cache). A
+	// miss keeps the object it decodes without copying it. Off, every read
+	// returns an object the caller owns.
+	SharedReads bool
 	// Encoded, when set, is asked for the codec's bytes of an object before
 	// the store encodes it: a decoder that still holds the bytes an object
 	// was decoded from returns them, and the store keeps them without
@@ -75,7 +82,7 @@ func NewStore(o Options) (*Store, error) {
 		return nil, fmt.Errorf("encstore: %w", err)
 	}
 	s := &Store{
-		reader:  reader{codec: o.Codec, comp: comp},
+		reader:  reader{codec: o.Codec, comp: comp, shared: o.SharedReads},
 		keyFunc: o.KeyFunc,
 		encoded: o.Encoded,
 		items:   map[string]entry{},

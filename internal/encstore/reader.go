@@ -32,6 +32,8 @@ type reader struct {
 	codec Codec
 	comp  *compressor
 	hot   *hotCache // nil: no hot cache
+	// shared hands out the hot cache's objects themselves (SharedReads).
+	shared bool
 
 	// sizer estimates the heap a decoded object holds, for the hot cache.
 	sizer sizer
@@ -43,9 +45,13 @@ type reader struct {
 }
 
 // read returns e decoded for the caller, from the hot cache when it can;
-// remember puts what it decodes into the hot cache.
+// remember puts what it decodes into the hot cache. The caller owns what it
+// gets unless reads are shared.
 func (r *reader) read(key string, e entry, remember bool) (runtime.Object, error) {
 	if obj, ok := r.hot.get(key, e.version()); ok {
+		if r.shared {
+			return obj, nil
+		}
 		return obj.DeepCopyObject(), nil
 	}
 	obj, raw, err := r.decodeRaw(key, e)
@@ -53,7 +59,11 @@ func (r *reader) read(key string, e entry, remember bool) (runtime.Object, error
 		return nil, err
 	}
 	if remember && r.hot != nil {
-		r.hot.put(key, e.version(), obj.DeepCopyObject(), r.sizer.size(obj, raw))
+		kept := obj
+		if !r.shared {
+			kept = obj.DeepCopyObject()
+		}
+		r.hot.put(key, e.version(), kept, r.sizer.size(obj, raw))
 	}
 	return obj, nil
 }

@@ -131,7 +131,8 @@ func (s *Store) AddEncoded(obj any, data []byte) error {
 // Upsert adds or replaces obj, as Update does, and reports what it replaced:
 // existed is false when the key held nothing; otherwise oldRV is the replaced
 // object's resourceVersion, and old returns it decoded and owned by the caller
-// (taken from the hot cache when it was there, so not decoded again).
+// (taken from the hot cache when it was there, so not decoded again; under
+// SharedReads readers may hold that object too).
 //
 // Unlike Update, when the key holds an object of the same non-empty
 // resourceVersion, Upsert keeps the bytes it has and does not encode obj: an
@@ -302,8 +303,8 @@ func (s *Store) Get(obj any) (item any, exists bool, err error) {
 }
 
 // GetByKey returns the object with key, decoded for the caller: a copy of the
-// hot cache's object when it holds this version, else a new decode, which the
-// hot cache then keeps.
+// hot cache's object when it holds this version (the object itself under
+// SharedReads), else a new decode, which the hot cache then keeps.
 func (s *Store) GetByKey(key string) (item any, exists bool, err error) {
 	s.mu.RLock()
 	e, ok := s.items[key]

@@ -88,6 +88,41 @@ func TestHotCacheServesRepeatedReadsWithCopies(t *testing.T) {
 	}
 }
 
+// TestSharedReadsHandOutTheHotObject: under SharedReads a hot read returns the
+// hot cache's object itself, decoded once and never copied, until the object
+// changes; a List then returns the same object.
+func TestSharedReadsHandOutTheHotObject(t *testing.T) {
+	s, c := newStore(t, encstore.Options{SharedReads: true})
+	p := storedPod(1, "")
+	key := p.Namespace + "/" + p.Name
+	if err := s.Add(p.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	first := getPod(t, s, key)
+	if second := getPod(t, s, key); second != first || c.decodes.Load() != 1 {
+		t.Fatalf("two reads: the same object %v, %d decodes; want the same object from one decode", second == first, c.decodes.Load())
+	}
+	if diff := cmp.Diff(p, first); diff != "" {
+		t.Fatalf("the shared object differs from the stored Pod (-stored +read):\n%s", diff)
+	}
+	if listed := s.List(); len(listed) != 1 || listed[0] != any(first) {
+		t.Fatalf("List returned %v, want the hot object", listed)
+	}
+	p2 := p.DeepCopy()
+	p2.ResourceVersion = "99999"
+	p2.Spec.NodeName = "another-node"
+	if err := s.Update(p2.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	got := getPod(t, s, key)
+	if got == first || got.Spec.NodeName != "another-node" || got.ResourceVersion != "99999" {
+		t.Fatalf("read %s at %s after an update (the old object: %v), want a new object, another-node at 99999", got.Spec.NodeName, got.ResourceVersion, got == first)
+	}
+	if first.Spec.NodeName == "another-node" {
+		t.Fatal("the update changed the object a reader held")
+	}
+}
+
 func TestHotCacheForgetsAnObjectWhoseResourceVersionChanged(t *testing.T) {
 	s, _ := newStore(t, encstore.Options{})
 	p := storedPod(1, "")

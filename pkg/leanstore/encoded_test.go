@@ -267,6 +267,61 @@ func sortByKey(objs []any) {
 	slices.SortFunc(objs, func(a, b any) int { return strings.Compare(keyOf(a), keyOf(b)) })
 }
 
+// TestEncodedStoreSharedReads: with SharedReads a repeated Get returns the hot
+// cache's object itself, equal to client-go's; after the server changes the
+// object, Get returns the new version, and the object a reader held stays as
+// it was read.
+func TestEncodedStoreSharedReads(t *testing.T) {
+	leakcheck.Check(t)
+	ctx := testContext(t, 2*time.Minute)
+	ns := srv.NewNamespace(t)
+	seedPods(t, ctx, ns, 4)
+	f, inf := encodedPods(t, srv.Config, "typed", leanstore.WithNamespace(ns), leanstore.WithStripLastApplied(),
+		leanstore.WithEncodedStore(leanstore.EncodedStore{SharedReads: true}))
+	defer f.Shutdown()
+	ref := referencePods(t, "typed", ns)
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	f.StartWithContext(runCtx)
+	runInformers(t, runCtx, ref)
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced, ref.HasSynced) {
+		t.Fatal("the informers did not sync")
+	}
+	sameObjects(t, ref.GetStore(), inf.GetStore())
+	key := inf.GetStore().ListKeys()[0]
+	get := func() *corev1.Pod {
+		obj, ok, err := inf.GetStore().GetByKey(key)
+		if err != nil || !ok {
+			t.Fatalf("GetByKey(%s): exists %v, %v", key, ok, err)
+		}
+		return obj.(*corev1.Pod)
+	}
+	first := get()
+	if get() != first {
+		t.Fatal("a repeated Get returned another object: the hot cache's object is not shared")
+	}
+	if hits := leanstore.Unwrap(inf).Status().Encoded.HotHits; hits == 0 {
+		t.Error("no hot-cache hit counted")
+	}
+	held := first.DeepCopy()
+
+	_, name, _ := cache.SplitMetaNamespaceKey(key)
+	if _, err := srv.Clientset().CoreV1().Pods(ns).Patch(ctx, name, types.MergePatchType,
+		[]byte(`{"metadata":{"labels":{"changed":"yes"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want := serverState(t, ctx, ns)
+	waitFor(t, ctx, "the encoded store to converge", func() bool { return maps.Equal(cacheState(inf), want) })
+	waitFor(t, ctx, "client-go to converge", func() bool { return maps.Equal(cacheState(ref), want) })
+	if got := get(); got == first || got.Labels["changed"] != "yes" {
+		t.Errorf("Get after the change: the old object %v, label %q; want the new version", got == first, got.Labels["changed"])
+	}
+	if !equality.Semantic.DeepEqual(held, first) {
+		t.Error("the object a reader held changed with the update")
+	}
+	sameObjects(t, ref.GetStore(), inf.GetStore())
+}
+
 // TestEncodedStoreRelist: a 410 makes the encoded informers list again
 // inside the watch; the store and the handlers converge to the server's
 // state, unchanged objects are not decoded (their records match), and the
