@@ -251,6 +251,21 @@ func contentFailures(s *subject, t truthSet) []string {
 		}
 	}
 	check("the store's", stored)
+	if s.flavor.Encoded {
+		// Gets fill the encoded store's hot cache, which Lists then read
+		// from: a hot object kept past its version would show here, or in
+		// the next step's List.
+		byKey := map[string]kruntime.Object{}
+		for k := range stored {
+			obj, ok, err := s.inf.GetStore().GetByKey(k)
+			if err != nil || !ok {
+				out = append(out, fmt.Sprintf("%s: GetByKey(%q) of a listed key: exists %v, %v", s.flavor, k, ok, err))
+				continue
+			}
+			byKey[k] = obj.(kruntime.Object)
+		}
+		check("the store's by key", byKey)
+	}
 	check("the handlers' last", s.rec.objects())
 	s.contentFailed = s.contentFailed || len(out) > 0
 	return out

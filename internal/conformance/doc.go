@@ -22,7 +22,9 @@
 //     The writer makes Pods share parts (labels, image, environment,
 //     resources) and diverge again, for WithSharing. The encoded flavors
 //     (WithEncodedStore) hold the same objects as bytes and decode them on
-//     every read, so their content check also checks the codec;
+//     every read, so their content check also checks the codec, and reads
+//     each object by key as well, which fills the hot cache that later reads
+//     use (one encoded flavor hands out its hot objects, SharedReads);
 //   - keys: the store holds the truth's keys at the truth's
 //     resourceVersions, and the handlers were told the same;
 //   - old objects: every update's old object equals the last object the

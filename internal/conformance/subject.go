@@ -45,6 +45,9 @@ type Flavor struct {
 	// (WithEncodedStore): the informer is client-go's carried over around a
 	// store that decodes on every read.
 	Encoded bool
+	// SharedReads makes the encoded store hand out its hot objects
+	// themselves (EncodedStore.SharedReads).
+	SharedReads bool
 }
 
 func (f Flavor) String() string {
@@ -58,6 +61,9 @@ func (f Flavor) String() string {
 	if f.Encoded {
 		s += "/encoded"
 	}
+	if f.SharedReads {
+		s += "/shared-reads"
+	}
 	return s
 }
 
@@ -70,7 +76,7 @@ func (f Flavor) Oracle() bool { return f.Library == "client-go" }
 // other two factories: those that list with LIST outlive a server without the
 // initial-events-end bookmark); leanstore's three factories, streaming lists
 // on their default (auto) and off, sharing on and off, slow consumers, and
-// each factory's informers over the encoded store.
+// each factory's informers over the encoded store (one with shared reads).
 func DefaultFlavors() []Flavor {
 	return []Flavor{
 		{Library: "client-go", Kind: "typed", Streaming: "on"},
@@ -90,7 +96,7 @@ func DefaultFlavors() []Flavor {
 		{Library: "leanstore", Kind: "metadata", Streaming: "auto", SlowIndex: true},
 		{Library: "leanstore", Kind: "metadata", Streaming: "off", Sharing: true},
 		{Library: "leanstore", Kind: "typed", Streaming: "auto", Encoded: true},
-		{Library: "leanstore", Kind: "typed", Streaming: "off", SlowIndex: true, Encoded: true},
+		{Library: "leanstore", Kind: "typed", Streaming: "off", SlowIndex: true, Encoded: true, SharedReads: true},
 		{Library: "leanstore", Kind: "dynamic", Streaming: "auto", Encoded: true},
 		{Library: "leanstore", Kind: "metadata", Streaming: "off", Encoded: true},
 	}
@@ -251,7 +257,7 @@ func leanstoreOptions(f Flavor, selector string) []leanstore.Option {
 		opts = append(opts, leanstore.WithSharing(true))
 	}
 	if f.Encoded {
-		opts = append(opts, leanstore.WithEncodedStore(leanstore.EncodedStore{}))
+		opts = append(opts, leanstore.WithEncodedStore(leanstore.EncodedStore{SharedReads: f.SharedReads}))
 	}
 	return opts
 }
