@@ -50,6 +50,7 @@ const (
 	profile    = "bench/results/sync-cpu-profile.txt"
 	listCost   = "bench/results/initial-list-cost.txt"
 	encBench   = "bench/results/encstore-bench.txt"
+	encShared  = "bench/results/encstore-get-shared.txt"
 	goBench    = "bench/results/go-bench.txt"
 	resilience = "bench/results/resilience.md"
 	shardRun   = "bench/results/cachebench-shard.txt"

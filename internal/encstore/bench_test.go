@@ -44,6 +44,12 @@ func encodedKind(name string, c encstore.Compression, hot int64) storeKind {
 	}}
 }
 
+// sharedKind is the default encoded store with SharedReads: hot reads hand out
+// the hot cache's object.
+var sharedKind = storeKind{"encoded-hot-shared", func() (cache.Indexer, error) {
+	return encstore.NewStore(encstore.Options{Codec: newPodCodec(), Indexers: namespaceIndex, SharedReads: true})
+}}
+
 var clientGoKind = storeKind{"client-go", func() (cache.Indexer, error) {
 	return cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, namespaceIndex), nil
 }}
@@ -169,6 +175,7 @@ var filledStores = sync.OnceValues(func() (map[string]cache.Indexer, error) {
 	kinds := []storeKind{
 		clientGoKind,
 		encodedKind("encoded-hot", encstore.S2Dict, 0),
+		sharedKind,
 		encodedKind("encoded-cold", encstore.S2Dict, -1),
 		encodedKind("encoded-zstd-hot", encstore.ZstdDict, 0),
 		encodedKind("encoded-zstd-cold", encstore.ZstdDict, -1),
@@ -224,6 +231,7 @@ func (l latencies) report(b *testing.B, name string) {
 //   - client-go+deepcopy: the same and a DeepCopy, what a caller that wants
 //     to own the Pod pays there;
 //   - hot: the encoded store's hot cache (a DeepCopy of the cached Pod);
+//   - hot-shared: the same with SharedReads (the cached Pod itself);
 //   - cold-s2, cold-zstd: the encoded store without a hot cache (S2Dict, the
 //     default, and ZstdDict): decompress and decode;
 //   - decode-stripped: decoding the Pod's stripped protobuf bytes;
@@ -234,6 +242,7 @@ func BenchmarkGet(b *testing.B) {
 	pods := podsFixture()
 	clientGo := storeNamed(b, "client-go")
 	hot := storeNamed(b, "encoded-hot")
+	hotShared := storeNamed(b, "encoded-hot-shared")
 	coldS2 := storeNamed(b, "encoded-cold")
 	coldZstd := storeNamed(b, "encoded-zstd-cold")
 	const sample = 256
@@ -251,11 +260,13 @@ func BenchmarkGet(b *testing.B) {
 	hotKeys := make([]string, 64)
 	for i := range hotKeys {
 		hotKeys[i] = keyOf(pods[i*97%len(pods)])
-		if _, _, err := hot.GetByKey(hotKeys[i]); err != nil { // warm
-			b.Fatal(err)
+		for _, s := range []cache.Indexer{hot, hotShared} {
+			if _, _, err := s.GetByKey(hotKeys[i]); err != nil { // warm
+				b.Fatal(err)
+			}
 		}
 	}
-	names := []string{"client-go", "client-go+deepcopy", "hot", "cold-zstd", "cold-s2", "decode-stripped", "decode-wire"}
+	names := []string{"client-go", "client-go+deepcopy", "hot", "cold-zstd", "cold-s2", "decode-stripped", "decode-wire", "hot-shared"}
 	lat := make([]latencies, len(names))
 	timed := func(v int, op func() error) {
 		start := time.Now()
@@ -294,6 +305,7 @@ func BenchmarkGet(b *testing.B) {
 		timed(4, get(coldS2, key, false))
 		timed(5, unmarshal(stripped[j]))
 		timed(6, unmarshal(wire[j]))
+		timed(7, get(hotShared, hotKeys[i%len(hotKeys)], false))
 		i++
 	}
 	for v, name := range names {
