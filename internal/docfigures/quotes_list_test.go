@@ -264,6 +264,18 @@ var quotes = []quote{
 	{memory, "listing all 10,000 Pods allocates 253,733,121 bytes, against 163,840 for client-go", encBench,
 		[]string{"BenchmarkListAll/client-go-2", "163840 B/op"}},
 
+	// docs/memory.md, the steady state in paired runs (events-paired.txt).
+	{memory, "(medians 383 against 447 µs)", evPaired,
+		[]string{"typed 100 w/s: CPU per event lower in", "(medians 383 against 447 µs)"}},
+	{memory, "(185 against 231)", evPaired,
+		[]string{"typed 1000 w/s: CPU per event lower in", "185 against 231"}},
+	{memory, "(229 against 255, 115 against 136)", evPaired,
+		[]string{"metadata-only 100 w/s: CPU per event lower in", "229 against 255"}},
+	{memory, "(229 against 255, 115 against 136)", evPaired,
+		[]string{"metadata-only 1000 w/s: CPU per event lower in", "115 against 136"}},
+	{memory, "(medians 21.1 against 22.4 ms)", evPaired,
+		[]string{"typed 100 w/s:", "(medians 21.1 against 22.4 ms)"}},
+
 	// docs/memory.md, shared reads of the encoded store (encstore-get-shared.txt).
 	{memory, "a shared hot Get takes p50 951, 1,051 and 1,041 ns (p99 2,524, 2,443 and 2,494 ns), against 841, 861 and 872 ns (p99 1,632, 1,813 and 1,773 ns) for client-go's Get and 14,432, 16,285 and 19,930 ns for the default hot Get's copy", encShared,
 		[]string{"BenchmarkGet-2", "841.0 client-go-p50-ns", "1632 client-go-p99-ns", "14432 hot-p50-ns", "951.0 hot-shared-p50-ns", "2524 hot-shared-p99-ns"}},

@@ -51,6 +51,7 @@ const (
 	listCost   = "bench/results/initial-list-cost.txt"
 	encBench   = "bench/results/encstore-bench.txt"
 	encShared  = "bench/results/encstore-get-shared.txt"
+	evPaired   = "bench/results/events-paired.txt"
 	goBench    = "bench/results/go-bench.txt"
 	resilience = "bench/results/resilience.md"
 	shardRun   = "bench/results/cachebench-shard.txt"
