@@ -58,6 +58,10 @@ var (
 	// handedPackage is the handed set's own tests, which need no API server
 	// (handed_sums_test.go: whose digests vouch for which version).
 	handedPackage = Command{Pkg: "./internal/reflector/", Run: "^TestHanded", Short: true, Timeout: 5 * time.Minute}
+	// closedStream is the contract test of a streaming list whose stream a
+	// proxy closes early under JSON, against the real API server through the
+	// fault proxy (pkg/leanstore, contract_test.go).
+	closedStream = Command{Pkg: "./pkg/leanstore/", Run: "^TestClosedStreamingListIsNotARefusal$", Timeout: 5 * time.Minute}
 	// wirePackage is the wire decoder's own tests, which need no API server.
 	wirePackage = Command{Pkg: "./internal/wire/", Run: ".", Short: true, Timeout: 5 * time.Minute}
 	// shardReason finds a failed check of either: the line of the test
@@ -476,6 +480,18 @@ var Catalog = []Mutant{
 			New: "\t\treturn obj, nil\n\t}\n\tobj, raw, err := r.decodeRaw(key, e)"}},
 		Cmd: encstorePackage,
 	},
+	// A miss keeps a copy of what it decoded in the hot cache, unless reads
+	// are shared: keeping the caller's own object lets the caller's change
+	// reach every later read.
+	{
+		Name:   "encoded-hot-keeps-the-callers-object",
+		Where:  "internal/encstore/reader.go: (*reader).read",
+		Breaks: "a read that decodes keeps the object it returns in the hot cache: a caller that changes it changes what the next caller reads",
+		Edits: []Edit{{File: "internal/encstore/reader.go",
+			Old: "\t\tif !r.shared {\n\t\t\tkept = obj.DeepCopyObject()",
+			New: "\t\tif r.shared {\n\t\t\tkept = obj.DeepCopyObject()"}},
+		Cmd: encstorePackage,
+	},
 	// Index values are computed once, when an object is stored; updating
 	// the index with the replaced entry's values leaves an object under
 	// the values it had before.
@@ -497,5 +513,18 @@ var Catalog = []Mutant{
 			Old: "if _, ok := seen[key]; !ok {",
 			New: "if _, ok := seen[key]; !ok && len(seen) == 0 {"}},
 		Cmd: encstorePackage,
+	},
+	// A streaming list whose stream closed before the initial-events-end
+	// bookmark failed once; taking it for a server that ignores
+	// sendInitialEvents makes the informer list with LIST for good after
+	// one cut body.
+	{
+		Name:   "closed-stream-is-refusal",
+		Where:  "internal/reflector/streaming_list.go: streamingList.streamEnded",
+		Breaks: "a streaming list whose body a proxy ended early counts as the server's refusal of streaming lists: the informer lists with LIST from then on",
+		Edits: []Edit{{File: "internal/reflector/streaming_list.go",
+			Old: "return fmt.Errorf(\"streaming list of %s: the stream ended after %d objects, before the initial-events-end bookmark\", sl.c.gr(), items)",
+			New: "return fmt.Errorf(\"%w: the stream ended after %d objects\", errNoInitialEventsEnd, items)"}},
+		Cmd: closedStream,
 	},
 }
