@@ -14,10 +14,19 @@ import (
 // TestReadsDuringWritesAndTraining reads from several goroutines while one
 // writes, across the dictionary's training, with a small hot cache: run with
 // -race. Every read must return a whole object of a version that was written.
+// With SharedReads the readers hold the hot cache's objects themselves, which
+// the writes must leave alone.
 func TestReadsDuringWritesAndTraining(t *testing.T) {
-	for _, c := range []encstore.Compression{encstore.ZstdDict, encstore.S2Dict} {
-		t.Run(c.String(), func(t *testing.T) {
-			s, _ := newStore(t, encstore.Options{Compression: c, DictSamples: 32, HotCacheBytes: 64 << 10})
+	for _, tc := range []struct {
+		c      encstore.Compression
+		shared bool
+	}{{encstore.ZstdDict, false}, {encstore.S2Dict, false}, {encstore.S2Dict, true}} {
+		name := tc.c.String()
+		if tc.shared {
+			name += "-shared-reads"
+		}
+		t.Run(name, func(t *testing.T) {
+			s, _ := newStore(t, encstore.Options{Compression: tc.c, DictSamples: 32, HotCacheBytes: 64 << 10, SharedReads: tc.shared})
 			pods := storedPods(80, "")
 			done := make(chan struct{})
 			var wg sync.WaitGroup
@@ -32,7 +41,7 @@ func TestReadsDuringWritesAndTraining(t *testing.T) {
 						}
 						p := pods[(i*31+r)%len(pods)]
 						obj, exists, err := s.GetByKey(keyOf(p))
-						if err == nil && exists && obj.(*corev1.Pod).Name != p.Name {
+						if err == nil && exists && (obj.(*corev1.Pod).Name != p.Name || len(obj.(*corev1.Pod).Labels) != len(p.Labels)) {
 							err = fmt.Errorf("read %s for %s", obj.(*corev1.Pod).Name, p.Name)
 						}
 						if err == nil && i%20 == 0 {
