@@ -443,8 +443,9 @@ func (s *sharedIndexInformer) RemoveEventHandler(handle cache.ResourceEventHandl
 
 // resolveDeleted returns the object handlers receive for a deletion of obj:
 // obj itself, unless Options.LastStored says it is a placeholder and the
-// store holds its key; then the stored object, owned here (a copy, unless
-// the store decodes every read), with obj's resourceVersion. It runs before
+// store holds its key; then a copy of the stored object, owned here, with
+// obj's resourceVersion (a store that decodes every read may still hand out a
+// shared object: the encoded store's SharedReads). It runs before
 // the store deletes the key, in the order of the informer's queue, so the
 // store holds the last object handed to the handlers: a lookup when the
 // deletion was sent could find an older one, or none, while earlier events
@@ -461,9 +462,7 @@ func (s *sharedIndexInformer) resolveDeleted(store cache.Store, obj any) any {
 	if !isObj {
 		return obj
 	}
-	if _, decodes := store.(upserter); !decodes {
-		o = o.DeepCopyObject()
-	}
+	o = o.DeepCopyObject()
 	if m, err := meta.Accessor(o); err == nil {
 		if d, err := meta.Accessor(obj); err == nil {
 			m.SetResourceVersion(d.GetResourceVersion())
