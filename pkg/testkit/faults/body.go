@@ -267,9 +267,10 @@ type shapedBody struct {
 	client context.Context
 	sent   int
 	start  time.Time
-	// missed is called once when a Cut or Truncate never acted: the whole
-	// body was shorter than where it cuts.
-	missed func()
+	// hit is called once when a Cut or Truncate acts, to count the request
+	// as faulted then: a body shorter than where it cuts is never counted,
+	// not even while it is still being read.
+	hit func()
 	// acted is called when the fault takes effect (see Counter).
 	acted func()
 }
@@ -283,6 +284,10 @@ func (b *shapedBody) Read(p []byte) (int, error) {
 	case cut, truncate:
 		left := b.fault.n - b.sent
 		if left <= 0 {
+			if b.hit != nil {
+				b.hit()
+				b.hit = nil
+			}
 			b.acted()
 			if b.fault.kind == cut {
 				return 0, errCut
@@ -316,10 +321,6 @@ func (b *shapedBody) Read(p []byte) (int, error) {
 	}
 	n, err := b.ReadCloser.Read(p)
 	b.sent += n
-	if err == io.EOF && (b.fault.kind == cut || b.fault.kind == truncate) && b.sent < b.fault.n && b.missed != nil {
-		b.missed()
-		b.missed = nil
-	}
 	return n, err
 }
 

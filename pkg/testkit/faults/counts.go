@@ -22,8 +22,9 @@ type Counts struct {
 	// them listed, and how often.
 	ByUserAgent map[string]map[Verb]int
 	// Faulted counts the requests a rule acted on, plus the streams that
-	// EndWatches acted on. A Cut or Truncate of a body shorter than where it
-	// cuts did not act: the client got the whole body, so it is not counted.
+	// EndWatches acted on. A Cut or Truncate is counted when it acts, once
+	// the body reaches where it cuts: a body shorter than that, or one still
+	// being read, is not counted.
 	Faulted int
 	// BytesToClient is the number of response body bytes written to clients.
 	// Responses pass through uncompressed (the proxy asks the server for the

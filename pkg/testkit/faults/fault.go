@@ -104,6 +104,11 @@ func DropInitialEventsEnd() Fault { return Fault{kind: dropInitialEventsEnd} }
 // IsZero reports whether f does nothing.
 func (f Fault) IsZero() bool { return f.kind == none }
 
+// countedWhenActing reports whether the proxy counts a request under f as
+// faulted only when f acts: a Cut or Truncate acts only if the body reaches
+// the byte where it cuts, which is known once the body is read that far.
+func (f Fault) countedWhenActing() bool { return f.kind == cut || f.kind == truncate }
+
 // String names the fault for logs and test output, as its constructor call.
 func (f Fault) String() string {
 	switch f.kind {

@@ -516,6 +516,25 @@ func TestCutPastTheBodyIsNotAFault(t *testing.T) {
 	}
 }
 
+// A request under a Cut or Truncate is counted as faulted when the fault
+// acts, not when it arrives: a harness that reads the counts while a body is
+// still being read (a watch, or a short list the cut will miss) must not
+// count a fault that has not happened and may never.
+func TestCutCountedWhenItActs(t *testing.T) {
+	leakcheck.Check(t)
+	e := newEnv(t, "protobuf")
+	e.seed(t, 3)
+	e.p.AddRule(faults.Rule{Match: faults.Match{Resource: "configmaps", Verb: faults.Watch}, Fault: faults.Cut(1 << 20)})
+	w := e.watch(t, metav1.ListOptions{})
+	defer w.Stop()
+	for range 3 {
+		<-w.ResultChan()
+	}
+	if c := e.p.Counts(); c.Faulted != 0 || c.ByVerb[faults.Watch] != 1 {
+		t.Errorf("a watch under Cut(1 MiB) that has sent 3 events: Faulted %d of %d watches, want 0 of 1", c.Faulted, c.ByVerb[faults.Watch])
+	}
+}
+
 func TestTruncate(t *testing.T) {
 	leakcheck.Check(t)
 	for _, enc := range encodings {

@@ -327,7 +327,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for _, rs := range p.rules {
 		if rs.matches(req) && rs.fire() {
 			f = rs.Fault
-			p.counts.Faulted++
+			if !f.countedWhenActing() {
+				p.counts.Faulted++
+			}
 			rs.Counter.fire()
 			acted = rs.Counter.actOnce()
 			break
@@ -356,11 +358,10 @@ func (p *Proxy) addBytes(n int) {
 	p.mu.Unlock()
 }
 
-// unfault takes back the count of a request whose fault never acted: a Cut or
-// Truncate after more bytes than the whole body.
-func (p *Proxy) unfault() {
+// faulted counts a request whose Cut or Truncate has just acted.
+func (p *Proxy) faulted() {
 	p.mu.Lock()
-	p.counts.Faulted--
+	p.counts.Faulted++
 	p.mu.Unlock()
 }
 
@@ -405,7 +406,7 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	}
 	switch c.fault.kind {
 	case stall, cut, truncate, slow:
-		body = &shapedBody{ReadCloser: body, fault: c.fault, client: c.client, missed: p.unfault, acted: c.acted}
+		body = &shapedBody{ReadCloser: body, fault: c.fault, client: c.client, hit: p.faulted, acted: c.acted}
 		lengthChanges = lengthChanges || c.fault.kind == truncate
 	}
 	if lengthChanges {
