@@ -48,7 +48,10 @@
 // Options.Encoded, which the store asks before it encodes. Upsert is Update for
 // informers (package informer uses it): it reports the replaced object without
 // decoding it until asked, and keeps the bytes of an object whose
-// resourceVersion did not change. Replace changes the store in place, one
+// resourceVersion did not change. Pack encodes and compresses an object as
+// the store would keep it without storing it (Packed), so that a list's
+// objects wait for the informer at that size instead of decoded; UpsertPacked
+// then keeps those bytes. Replace changes the store in place, one
 // object at a time, so that a re-list never builds a second store beside the
 // first, and unchanged objects keep their bytes.
 //

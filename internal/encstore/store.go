@@ -145,19 +145,43 @@ func (s *Store) Upsert(obj any) (existed bool, oldRV string, old func() (any, er
 
 func (s *Store) put(obj any, data []byte, keepSame bool) (existed bool, oldRV string, old func() (any, error), err error) {
 	if keepSame {
-		if key, rv, ok := s.identify(obj); ok && rv != "" {
-			s.mu.RLock()
-			e, found := s.items[key]
-			s.mu.RUnlock()
-			if found && e.rv == rv {
-				s.setRV(rv)
-				return true, rv, s.decoder(key, e), nil
+		if key, rv, ok := s.identify(obj); ok {
+			if old, same := s.keptSame(key, rv); same {
+				return true, rv, old, nil
 			}
 		}
 	}
 	p, err := s.prepare(obj, data)
 	if err != nil {
 		return false, "", nil, err
+	}
+	return s.putPrepared(obj, p, false)
+}
+
+// keptSame reports whether key holds an object of the non-empty
+// resourceVersion rv, and returns the function that decodes it.
+func (s *Store) keptSame(key, rv string) (old func() (any, error), same bool) {
+	if rv == "" {
+		return nil, false
+	}
+	s.mu.RLock()
+	e, found := s.items[key]
+	s.mu.RUnlock()
+	if !found || e.rv != rv {
+		return nil, false
+	}
+	s.setRV(rv)
+	return s.decoder(key, e), true
+}
+
+// putPrepared stores p, the prepared obj, and reports what it replaced as
+// Upsert does; keepSame keeps the bytes the store has for p's key when they
+// are of p's resourceVersion.
+func (s *Store) putPrepared(obj any, p prepared, keepSame bool) (existed bool, oldRV string, old func() (any, error), err error) {
+	if keepSame {
+		if old, same := s.keptSame(p.key, p.e.rv); same {
+			return true, p.e.rv, old, nil
+		}
 	}
 	s.mu.Lock()
 	prev, existed, err := s.storeLocked(p)

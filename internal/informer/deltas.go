@@ -28,6 +28,7 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/cache"
@@ -40,6 +41,27 @@ import (
 // object's resourceVersion and old returns it, decoded for the caller.
 type upserter interface {
 	Upsert(obj any) (existed bool, oldRV string, old func() (any, error), err error)
+}
+
+// packedStore is a store whose objects may leave the informer's queue packed
+// (encstore.Packed): a list's objects, packed as they were decoded so that
+// the queue holds them at the size the store keeps them, not decoded. The
+// informer unpacks each when it applies it, and the store keeps the packed
+// bytes (UpsertPacked) unless a transform changed the object.
+type packedStore interface {
+	IsPacked(obj any) bool
+	// KeepPacked reports whether the store holds the packed object's
+	// version already, as Upsert finds it when it keeps the bytes it has.
+	KeepPacked(packed any) bool
+	Unpack(obj any) (runtime.Object, error)
+	UpsertPacked(packed, obj any) (existed bool, oldRV string, old func() (any, error), err error)
+}
+
+// unpackTransformer is a handler whose transform runs on objects once they
+// are unpacked (sharedIndexInformer: its queue passes packed objects through
+// untransformed).
+type unpackTransformer interface {
+	unpackTransform() cache.TransformFunc
 }
 
 // syncAware is a handler that tells whether an update keeping an object's
@@ -112,6 +134,10 @@ func processDeltas(
 			if r, ok := handler.(deletedResolver); ok {
 				obj = r.resolveDeleted(clientState, obj)
 			}
+			var err error
+			if obj, err = unpackTombstone(handler, clientState, obj); err != nil {
+				return err
+			}
 			if err := clientState.Delete(obj); err != nil {
 				return err
 			}
@@ -133,7 +159,22 @@ func processDeltas(
 // is due to receive (see syncAware) is not given at all, and the old object
 // is not decoded for it.
 func upsert(handler cache.ResourceEventHandler, u upserter, obj any, isInInitialList bool) error {
-	existed, oldRV, old, err := u.Upsert(obj)
+	put := u.Upsert
+	if ps, ok := u.(packedStore); ok && ps.IsPacked(obj) {
+		if s, ok := handler.(syncAware); ok && !s.anySyncing() && ps.KeepPacked(obj) {
+			return nil // an unchanged object no handler is due for: nothing to decode
+		}
+		packed := obj
+		var transformed bool
+		var err error
+		if obj, transformed, err = unpack(handler, ps, packed); err != nil {
+			return err
+		}
+		if !transformed {
+			put = func(obj any) (bool, string, func() (any, error), error) { return ps.UpsertPacked(packed, obj) }
+		}
+	}
+	existed, oldRV, old, err := put(obj)
 	if err != nil {
 		return err
 	}
@@ -150,6 +191,37 @@ func upsert(handler cache.ResourceEventHandler, u upserter, obj any, isInInitial
 	}
 	handler.OnUpdate(oldObj, obj)
 	return nil
+}
+
+// unpackTombstone returns obj with the object of a tombstone unpacked, when
+// the queue made the tombstone of a packed object it still held (a re-list
+// that no longer has an object queued by the list before it): handlers
+// receive the object decoded and transformed, as every other.
+func unpackTombstone(handler cache.ResourceEventHandler, clientState cache.Store, obj any) (any, error) {
+	d, ok := obj.(cache.DeletedFinalStateUnknown)
+	ps, packs := clientState.(packedStore)
+	if !ok || !packs || !ps.IsPacked(d.Obj) {
+		return obj, nil
+	}
+	var err error
+	d.Obj, _, err = unpack(handler, ps, d.Obj)
+	return d, err
+}
+
+// unpack decodes a packed object and runs the handler's transform on it,
+// if it has one: transformed then reports that the object is no longer what
+// the packed bytes hold.
+func unpack(handler cache.ResourceEventHandler, ps packedStore, packed any) (obj any, transformed bool, err error) {
+	decoded, err := ps.Unpack(packed)
+	if err != nil {
+		return nil, false, err
+	}
+	t, ok := handler.(unpackTransformer)
+	if !ok || t.unpackTransform() == nil {
+		return decoded, false, nil
+	}
+	obj, err = t.unpackTransform()(decoded)
+	return obj, true, err
 }
 
 // sameRV reports whether obj has resourceVersion rv, as sharedIndexInformer's

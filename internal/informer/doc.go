@@ -48,6 +48,14 @@
 // being delivered and not yet those after it, as client-go's store does when
 // its AtomicFIFO feature is off.
 //
+// When the store packs (encstore.Store.Pack), a list may hand the informer
+// packed objects: the queue holds them at the size the store keeps them, and
+// the informer decodes each when it applies it, for its handlers and its
+// transform (which the queue does not run on them), and stores the packed
+// bytes. A packed object whose version the store holds, that no handler is
+// due to receive, is not decoded at all. A tombstone the queue makes of a
+// packed object reaches handlers with the object decoded.
+//
 // One more difference, for tests: client-go lets its own tests put a fake
 // clock into the informer's controller; cache.New does not, so here the fake
 // clock drives resync decisions but the reflector's backoff runs on real time.

@@ -156,6 +156,27 @@ func (s *sharedIndexInformer) SetTransform(handler cache.TransformFunc) error {
 	return nil
 }
 
+// queueTransform is the transform the queue runs: the informer's, but for
+// objects its store packed, which the informer transforms once it has
+// unpacked them (unpackTransform).
+func (s *sharedIndexInformer) queueTransform() cache.TransformFunc {
+	ps, packs := s.indexer.(packedStore)
+	if s.transform == nil || !packs {
+		return s.transform
+	}
+	return func(obj any) (any, error) {
+		if ps.IsPacked(obj) {
+			return obj, nil
+		}
+		return s.transform(obj)
+	}
+}
+
+// unpackTransform is the transform of objects unpacked from the queue. It
+// runs under blockDeltas, after the informer started: s.transform no longer
+// changes.
+func (s *sharedIndexInformer) unpackTransform() cache.TransformFunc { return s.transform }
+
 func (s *sharedIndexInformer) Run(stopCh <-chan struct{}) {
 	s.RunWithContext(wait.ContextForChannel(stopCh))
 }
@@ -173,7 +194,7 @@ func (s *sharedIndexInformer) RunWithContext(ctx context.Context) {
 		s.startedLock.Lock()
 		defer s.startedLock.Unlock()
 
-		logger, fifo := newQueueFIFO(logger, s.objectType, s.indexer, s.transform, s.identifier, s.informerMetricsProvider)
+		logger, fifo := newQueueFIFO(logger, s.objectType, s.indexer, s.queueTransform(), s.identifier, s.informerMetricsProvider)
 
 		cfg := &cache.Config{
 			Queue:             fifo,

@@ -37,6 +37,9 @@ type conn struct {
 	retry  *RetryState
 	report Reporter
 	log    logr.Logger
+	// pack packs listed objects for the informer's store; nil keeps them
+	// decoded (see Packer).
+	pack Packer
 
 	mu sync.Mutex
 	// raw is src when it can hand out raw protobuf responses, which the lean

@@ -75,10 +75,9 @@ func (pl pagedList) decodedPage(ctx context.Context, opts metav1.ListOptions, pa
 			pl.c.shard.SkippedListed()
 			return nil
 		}
-		if reused {
-			res.reused++
+		if err := pl.c.add(&res, kept, reused); err != nil {
+			return err
 		}
-		res.items = append(res.items, kept)
 		pace.Tick()
 		return nil
 	})
@@ -95,6 +94,6 @@ func (pl pagedList) rawPage(raw RawSource, d *wire.Decoder) func(context.Context
 			return listResult{}, "", err
 		}
 		defer body.Close()
-		return decodeList(d, body, pl.c.shard, pace)
+		return decodeList(pl.c, d, body, pace)
 	}
 }

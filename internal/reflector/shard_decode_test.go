@@ -159,7 +159,7 @@ func TestShardSplitsAListPage(t *testing.T) {
 	held := map[string]int{}
 	for i := range 3 {
 		f := staticShard(t, i, 3)
-		res, _, err := decodeList(shardedDecoder(f), bytes.NewReader(buf.Bytes()), f, NewPacer(0))
+		res, _, err := decodeList(&conn{shard: f}, shardedDecoder(f), bytes.NewReader(buf.Bytes()), NewPacer(0))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -146,9 +146,8 @@ func (sl streamingList) addStreamed(res *listResult, obj runtime.Object, decode,
 			return nil
 		}
 	}
-	res.items = append(res.items, obj)
-	if reused {
-		res.reused++
+	if err := sl.c.add(res, obj, reused); err != nil {
+		return err
 	}
 	pace.Tick()
 	return nil

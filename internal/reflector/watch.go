@@ -381,7 +381,11 @@ func (w *leanWatch) relist(ctx context.Context) bool {
 	diff := w.c.handed.Diff(res.items, res.rv)
 	for _, evs := range [][]watch.Event{diff.Changed, diff.Deleted} {
 		for i, ev := range evs {
-			if !w.send(ctx, ev) {
+			ev.Object, err = w.c.unpacked(ev.Object)
+			if err != nil {
+				w.c.retry.Report(ctx, FailedAttempt{Reason: failure.WatchFailed}, err, 0)
+			}
+			if err != nil || !w.send(ctx, ev) {
 				for _, unsent := range evs[i:] {
 					w.c.handed.LastStored(unsent.Object) // placeholders never handed (see recordGoneAt)
 				}
@@ -390,7 +394,11 @@ func (w *leanWatch) relist(ctx context.Context) bool {
 			}
 		}
 	}
-	if bm, ok := bookmarkObject(w.example, res.rv, res.items); ok && !w.send(ctx, watch.Event{Type: watch.Bookmark, Object: bm}) {
+	like := res.items
+	if w.c.pack != nil {
+		like = nil // packed: the informer's example is of its type
+	}
+	if bm, ok := bookmarkObject(w.example, res.rv, like); ok && !w.send(ctx, watch.Event{Type: watch.Bookmark, Object: bm}) {
 		w.next.drop()
 		return false
 	}

@@ -99,19 +99,23 @@ func (c *wireCaller) Finish(obj runtime.Object, taken uint64) (runtime.Object, e
 	return shrinkTaken(c.strip, c.handed, obj, c.gr, shrink.Fields(taken))
 }
 
-// decodeList decodes one protobuf list page with d into a listResult, counting
-// the items of other shards in f and pacing the collector as items arrive.
-func decodeList(d *wire.Decoder, body io.Reader, f Shard, pace *Pacer) (res listResult, cont string, err error) {
+// decodeList decodes one protobuf list page with d into a listResult for c,
+// counting the items of other shards and pacing the collector as items
+// arrive.
+func decodeList(c *conn, d *wire.Decoder, body io.Reader, pace *Pacer) (res listResult, cont string, err error) {
+	var addErr error
 	res.rv, cont, err = d.List(body, func(obj runtime.Object, reused bool) {
 		if obj == nil { // another shard's (WithShard)
-			f.SkippedListed()
+			c.shard.SkippedListed()
 			return
 		}
-		res.items = append(res.items, obj)
-		if reused {
-			res.reused++
+		if addErr == nil {
+			addErr = c.add(&res, obj, reused)
 		}
 		pace.Tick()
 	})
+	if err == nil {
+		err = addErr
+	}
 	return res, cont, err
 }

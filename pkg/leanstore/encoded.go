@@ -88,7 +88,7 @@ func (c Compression) store() encstore.Compression {
 
 // encodedInformer builds an informer of example's type over an encoded store:
 // package informer's SharedIndexInformer, whose store is an encstore.Store.
-func encodedInformer(lw cache.ListerWatcher, handed *reflector.Handed, example runtime.Object, opts cache.SharedIndexInformerOptions, enc *EncodedStore) (cache.SharedIndexInformer, error) {
+func encodedInformer(lw *reflector.ListWatch, handed *reflector.Handed, example runtime.Object, opts cache.SharedIndexInformerOptions, enc *EncodedStore) (cache.SharedIndexInformer, error) {
 	var codec encstore.Codec
 	if _, ok := example.(*unstructured.Unstructured); ok {
 		codec = encstore.UnstructuredJSON()
@@ -101,7 +101,7 @@ func encodedInformer(lw cache.ListerWatcher, handed *reflector.Handed, example r
 			codec = encstore.TypedJSON(newObject)
 		}
 	}
-	return informer.NewWithStore(lw, example, informer.Options{
+	inf, err := informer.NewWithStore(lw, example, informer.Options{
 		SharedIndexInformerOptions: opts,
 		NewStore: encstore.NewIndexer(encstore.Options{
 			Codec:         codec,
@@ -111,7 +111,31 @@ func encodedInformer(lw cache.ListerWatcher, handed *reflector.Handed, example r
 		}),
 		LastStored: handed.LastStored,
 	})
+	if err != nil {
+		return nil, err
+	}
+	if s, ok := inf.GetIndexer().(*encstore.Store); ok {
+		lw.PackListed(storePacker{s})
+	}
+	return inf, nil
 }
+
+// storePacker packs an encoded informer's listed objects with its store
+// (reflector.Packer): they wait in the informer's queue at the size the store
+// keeps them, and the store keeps those very bytes.
+type storePacker struct{ s *encstore.Store }
+
+func (p storePacker) Pack(obj runtime.Object) (runtime.Object, error) {
+	packed, err := p.s.Pack(obj)
+	if err != nil {
+		return nil, err
+	}
+	return packed, nil
+}
+
+func (p storePacker) IsPacked(obj any) bool { return p.s.IsPacked(obj) }
+
+func (p storePacker) Unpack(obj any) (runtime.Object, error) { return p.s.Unpack(obj) }
 
 // encodedStatus is Status.Encoded of an encoded store with statistics st.
 func encodedStatus(st encstore.Stats) *EncodedStatus {

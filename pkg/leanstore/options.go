@@ -471,7 +471,11 @@ func joinSelector(a, b string) string {
 // encoded store, with the same behaviour (handlers, resync, SetTransform,
 // AddIndexers before start, HasSynced, LastSyncResourceVersion). The record of
 // what the informer has been handed, which re-lists diff against, keeps only
-// each object's key, uid and resourceVersion under it.
+// each object's key, uid and resourceVersion under it. A list packs each
+// object into the bytes the store will keep as soon as it is decoded
+// (encstore.Packed), so neither the list nor the informer's queue holds the
+// listed objects decoded: the informer decodes each when it applies it, for
+// its handlers, and the store keeps the packed bytes.
 //
 // It excludes WithSharing and WithMutationGuard (whose values it would only
 // encode): given together they are an invalid option. Interning is skipped,
