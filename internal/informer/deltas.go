@@ -59,9 +59,22 @@ type packedStore interface {
 
 // unpackTransformer is a handler whose transform runs on objects once they
 // are unpacked (sharedIndexInformer: its queue passes packed objects through
-// untransformed).
+// untransformed), and that resolves the stand-ins of packed objects
+// (Options.Packed).
 type unpackTransformer interface {
 	unpackTransform() cache.TransformFunc
+	packedFor(obj any, take bool) (any, bool)
+}
+
+// resolvePacked returns the packed object obj stands in for, taking it, or
+// obj.
+func resolvePacked(handler cache.ResourceEventHandler, obj any) any {
+	if t, ok := handler.(unpackTransformer); ok {
+		if packed, ok := t.packedFor(obj, true); ok {
+			return packed
+		}
+	}
+	return obj
 }
 
 // syncAware is a handler that tells whether an update keeping an object's
@@ -160,6 +173,7 @@ func processDeltas(
 // is not decoded for it.
 func upsert(handler cache.ResourceEventHandler, u upserter, obj any, isInInitialList bool) error {
 	put := u.Upsert
+	obj = resolvePacked(handler, obj)
 	if ps, ok := u.(packedStore); ok && ps.IsPacked(obj) {
 		if s, ok := handler.(syncAware); ok && !s.anySyncing() && ps.KeepPacked(obj) {
 			return nil // an unchanged object no handler is due for: nothing to decode
@@ -200,8 +214,11 @@ func upsert(handler cache.ResourceEventHandler, u upserter, obj any, isInInitial
 func unpackTombstone(handler cache.ResourceEventHandler, clientState cache.Store, obj any) (any, error) {
 	d, ok := obj.(cache.DeletedFinalStateUnknown)
 	ps, packs := clientState.(packedStore)
-	if !ok || !packs || !ps.IsPacked(d.Obj) {
+	if !ok || !packs {
 		return obj, nil
+	}
+	if d.Obj = resolvePacked(handler, d.Obj); !ps.IsPacked(d.Obj) {
+		return d, nil
 	}
 	var err error
 	d.Obj, _, err = unpack(handler, ps, d.Obj)

@@ -51,6 +51,8 @@ type sharedIndexInformer struct {
 
 	// lastStored is Options.LastStored (see resolveDeleted).
 	lastStored func(any) bool
+	// packed is Options.Packed (see packedFor).
+	packed func(obj any, take bool) (any, bool)
 
 	// synced gets created when creating the sharedIndexInformer.
 	// It gets closed when Run detects that the processor created
@@ -168,8 +170,20 @@ func (s *sharedIndexInformer) queueTransform() cache.TransformFunc {
 		if ps.IsPacked(obj) {
 			return obj, nil
 		}
+		if _, standsIn := s.packedFor(obj, false); standsIn {
+			return obj, nil
+		}
 		return s.transform(obj)
 	}
+}
+
+// packedFor returns the packed object obj stands in for (Options.Packed);
+// take forgets it.
+func (s *sharedIndexInformer) packedFor(obj any, take bool) (any, bool) {
+	if s.packed == nil {
+		return nil, false
+	}
+	return s.packed(obj, take)
 }
 
 // unpackTransform is the transform of objects unpacked from the queue. It

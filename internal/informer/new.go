@@ -48,6 +48,12 @@ type Options struct {
 	// store held, with the placeholder's resourceVersion, as client-go's
 	// re-list gives the store's last object of a deleted key.
 	LastStored func(deleted any) bool
+	// Packed, when set, returns the packed object (see packedStore) that
+	// obj stands in for: a source that can send only objects of the
+	// informer's type (a watch) sends a placeholder with the object's
+	// metadata instead, and the informer applies the pack. take forgets
+	// it, when the informer applies it.
+	Packed func(obj any, take bool) (packed any, ok bool)
 }
 
 // NewWithStore returns a SharedIndexInformer that behaves as client-go's
@@ -96,5 +102,6 @@ func newSharedIndexInformer(lw cache.ListerWatcher, exampleObject runtime.Object
 		informerMetricsProvider:         o.InformerMetricsProvider,
 		keyFunc:                         cache.DeletionHandlingMetaNamespaceKeyFunc,
 		lastStored:                      o.LastStored,
+		packed:                          o.Packed,
 	}, nil
 }

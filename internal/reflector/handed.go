@@ -43,6 +43,10 @@ type Handed struct {
 	// handed and not yet resolved by the informer (see recordGoneAt).
 	Placeholder  func(*Record) runtime.Object
 	placeholders sync.Map
+	// standIns are the placeholders a re-list sent for its packed changed
+	// objects, each with its pack, until the informer takes it (see
+	// StandIn).
+	standIns sync.Map
 	// sums are the digests of the fields of the objects the wire decoder
 	// decoded, by the key's hash, each naming the version it is of: what a
 	// new version compares its fields with (wire.Prior). An entry whose
@@ -384,6 +388,34 @@ func (v *Handed) recordGoneAt(r *Record, rv string) runtime.Object {
 func (v *Handed) LastStored(obj any) bool {
 	_, ok := v.placeholders.LoadAndDelete(obj)
 	return ok
+}
+
+// StandIn returns the object a re-list inside the watch sends for a packed
+// changed object: a placeholder of the informer's type with its metadata
+// (the reflector takes only objects of that type in a watch), which the
+// informer resolves to the pack when it applies it (Packed). The informer's
+// queue then holds metadata, not the object decoded, however many changes
+// the re-list brings.
+func (v *Handed) StandIn(packed runtime.Object) runtime.Object {
+	obj := v.Placeholder(recordOf(packed))
+	v.standIns.Store(obj, packed)
+	return obj
+}
+
+// Packed returns the pack obj stands in for (StandIn); take forgets it, for
+// the informer applying it once.
+func (v *Handed) Packed(obj any, take bool) (any, bool) {
+	if take {
+		return v.standIns.LoadAndDelete(obj)
+	}
+	return v.standIns.Load(obj)
+}
+
+// unsent forgets what a re-list made for an event it did not send: a
+// deletion's placeholder or a stand-in.
+func (v *Handed) unsent(obj runtime.Object) {
+	v.LastStored(obj)
+	v.standIns.Delete(obj)
 }
 
 // compareRV orders objects by resourceVersion; versions that are not integers

@@ -11,12 +11,12 @@ import (
 // size the store keeps it, not decoded, and so does the informer's queue,
 // which unpacks each object when it applies it. A list handed to the
 // reflector whole (ListWithContext) carries the packed objects; a re-list
-// inside the watch unpacks each difference as it hands it over, since the
-// reflector accepts only objects of the informer's type in a watch.
+// inside the watch sends a stand-in of the informer's type for each changed
+// one (Handed.StandIn), since the reflector accepts only objects of that
+// type in a watch, and the informer resolves it to the pack.
 type Packer interface {
 	Pack(obj runtime.Object) (runtime.Object, error)
 	IsPacked(obj any) bool
-	Unpack(obj any) (runtime.Object, error)
 }
 
 // PackListed makes the informer's lists pack their objects with p. Call it
@@ -41,16 +41,5 @@ func (c *conn) add(res *listResult, obj runtime.Object, reused bool) error {
 	return nil
 }
 
-// unpacked returns the object of a re-list's difference as the reflector
-// takes it: unpacked, when it was packed (a changed object; a deletion's is
-// a placeholder of the informer's type, see Handed.recordGoneAt).
-func (c *conn) unpacked(obj runtime.Object) (runtime.Object, error) {
-	if c.pack == nil || !c.pack.IsPacked(obj) {
-		return obj, nil
-	}
-	o, err := c.pack.Unpack(obj)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", c.gr(), err)
-	}
-	return o, nil
-}
+// packs reports whether obj is an object the informer's store packed.
+func (c *conn) packs(obj runtime.Object) bool { return c.pack != nil && c.pack.IsPacked(obj) }

@@ -379,19 +379,18 @@ func (w *leanWatch) relist(ctx context.Context) bool {
 		return false // ctx ended: list retries every other failure
 	}
 	diff := w.c.handed.Diff(res.items, res.rv)
-	for _, evs := range [][]watch.Event{diff.Changed, diff.Deleted} {
-		for i, ev := range evs {
-			ev.Object, err = w.c.unpacked(ev.Object)
-			if err != nil {
-				w.c.retry.Report(ctx, FailedAttempt{Reason: failure.WatchFailed}, err, 0)
+	evs := append(diff.Changed, diff.Deleted...)
+	for i, ev := range evs {
+		if w.c.packs(ev.Object) {
+			ev.Object = w.c.handed.StandIn(ev.Object)
+		}
+		if !w.send(ctx, ev) {
+			w.c.handed.unsent(ev.Object)
+			for _, unsent := range evs[i+1:] {
+				w.c.handed.unsent(unsent.Object) // placeholders never handed (see recordGoneAt, StandIn)
 			}
-			if err != nil || !w.send(ctx, ev) {
-				for _, unsent := range evs[i:] {
-					w.c.handed.LastStored(unsent.Object) // placeholders never handed (see recordGoneAt)
-				}
-				w.next.cut()
-				return false
-			}
+			w.next.cut()
+			return false
 		}
 	}
 	like := res.items

@@ -110,6 +110,7 @@ func encodedInformer(lw *reflector.ListWatch, handed *reflector.Handed, example 
 			SharedReads:   enc.SharedReads,
 		}),
 		LastStored: handed.LastStored,
+		Packed:     handed.Packed,
 	})
 	if err != nil {
 		return nil, err
@@ -135,7 +136,6 @@ func (p storePacker) Pack(obj runtime.Object) (runtime.Object, error) {
 
 func (p storePacker) IsPacked(obj any) bool { return p.s.IsPacked(obj) }
 
-func (p storePacker) Unpack(obj any) (runtime.Object, error) { return p.s.Unpack(obj) }
 
 // encodedStatus is Status.Encoded of an encoded store with statistics st.
 func encodedStatus(st encstore.Stats) *EncodedStatus {
