@@ -64,6 +64,7 @@ type packedStore interface {
 type unpackTransformer interface {
 	unpackTransform() cache.TransformFunc
 	packedFor(obj any, take bool) (any, bool)
+	afterUnpack()
 }
 
 // resolvePacked returns the packed object obj stands in for, taking it, or
@@ -234,6 +235,9 @@ func unpack(handler cache.ResourceEventHandler, ps packedStore, packed any) (obj
 		return nil, false, err
 	}
 	t, ok := handler.(unpackTransformer)
+	if ok {
+		t.afterUnpack()
+	}
 	if !ok || t.unpackTransform() == nil {
 		return decoded, false, nil
 	}

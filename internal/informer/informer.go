@@ -51,8 +51,9 @@ type sharedIndexInformer struct {
 
 	// lastStored is Options.LastStored (see resolveDeleted).
 	lastStored func(any) bool
-	// packed is Options.Packed (see packedFor).
-	packed func(obj any, take bool) (any, bool)
+	// packed is Options.Packed (see packedFor), unpacked Options.Unpacked.
+	packed   func(obj any, take bool) (any, bool)
+	unpacked func()
 
 	// synced gets created when creating the sharedIndexInformer.
 	// It gets closed when Run detects that the processor created
@@ -184,6 +185,13 @@ func (s *sharedIndexInformer) packedFor(obj any, take bool) (any, bool) {
 		return nil, false
 	}
 	return s.packed(obj, take)
+}
+
+// afterUnpack is called after each packed object the informer decoded.
+func (s *sharedIndexInformer) afterUnpack() {
+	if s.unpacked != nil {
+		s.unpacked()
+	}
 }
 
 // unpackTransform is the transform of objects unpacked from the queue. It

@@ -54,6 +54,10 @@ type Options struct {
 	// metadata instead, and the informer applies the pack. take forgets
 	// it, when the informer applies it.
 	Packed func(obj any, take bool) (packed any, ok bool)
+	// Unpacked, when set, is called after each packed object the informer
+	// decodes: the source that packed it paces the garbage collector by
+	// them while it takes a list in (see package reflector's Pacer).
+	Unpacked func()
 }
 
 // NewWithStore returns a SharedIndexInformer that behaves as client-go's
@@ -103,5 +107,6 @@ func newSharedIndexInformer(lw cache.ListerWatcher, exampleObject runtime.Object
 		keyFunc:                         cache.DeletionHandlingMetaNamespaceKeyFunc,
 		lastStored:                      o.LastStored,
 		packed:                          o.Packed,
+		unpacked:                        o.Unpacked,
 	}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"hash/maphash"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -45,8 +46,9 @@ type Handed struct {
 	placeholders sync.Map
 	// standIns are the placeholders a re-list sent for its packed changed
 	// objects, each with its pack, until the informer takes it (see
-	// StandIn).
-	standIns sync.Map
+	// StandIn); pendingStandIns counts them.
+	standIns        sync.Map
+	pendingStandIns atomic.Int64
 	// sums are the digests of the fields of the objects the wire decoder
 	// decoded, by the key's hash, each naming the version it is of: what a
 	// new version compares its fields with (wire.Prior). An entry whose
@@ -398,6 +400,7 @@ func (v *Handed) LastStored(obj any) bool {
 // the re-list brings.
 func (v *Handed) StandIn(packed runtime.Object) runtime.Object {
 	obj := v.Placeholder(recordOf(packed))
+	v.pendingStandIns.Add(1)
 	v.standIns.Store(obj, packed)
 	return obj
 }
@@ -405,17 +408,29 @@ func (v *Handed) StandIn(packed runtime.Object) runtime.Object {
 // Packed returns the pack obj stands in for (StandIn); take forgets it, for
 // the informer applying it once.
 func (v *Handed) Packed(obj any, take bool) (any, bool) {
-	if take {
-		return v.standIns.LoadAndDelete(obj)
+	if !take {
+		return v.standIns.Load(obj)
 	}
-	return v.standIns.Load(obj)
+	return v.forgetStandIn(obj)
 }
+
+func (v *Handed) forgetStandIn(obj any) (any, bool) {
+	packed, ok := v.standIns.LoadAndDelete(obj)
+	if ok {
+		v.pendingStandIns.Add(-1)
+	}
+	return packed, ok
+}
+
+// standInsPending is the number of stand-ins sent and not yet taken by the
+// informer: 0 once it has applied every packed change of a re-list.
+func (v *Handed) standInsPending() int64 { return v.pendingStandIns.Load() }
 
 // unsent forgets what a re-list made for an event it did not send: a
 // deletion's placeholder or a stand-in.
 func (v *Handed) unsent(obj runtime.Object) {
 	v.LastStored(obj)
-	v.standIns.Delete(obj)
+	v.forgetStandIn(obj)
 }
 
 // compareRV orders objects by resourceVersion; versions that are not integers

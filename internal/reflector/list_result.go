@@ -10,6 +10,16 @@ type listResult struct {
 	items  []runtime.Object
 	rv     string
 	reused int
+	// handedOver, when set, is called once the list is handed over: returned
+	// to the reflector, or its differences sent (see lister.finish).
+	handedOver func()
+}
+
+// done records that res was handed over.
+func (res listResult) done() {
+	if res.handedOver != nil {
+		res.handedOver()
+	}
 }
 
 // objectList is the list handed to the reflector: its items are the objects to

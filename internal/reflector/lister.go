@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,6 +47,10 @@ type lister struct {
 	mu sync.Mutex
 	// lastCount is the size of the last list, to size the next one's slice.
 	lastCount int
+
+	// handOver is the pacer of the last list of packed objects, whose guard
+	// paces the informer's decoding of them (Pacer.HandOverTick).
+	handOver atomic.Pointer[Pacer]
 }
 
 // sizeHint is the expected number of objects of the next list.
@@ -82,6 +87,19 @@ func (l *lister) useStreaming() bool {
 	return true
 }
 
+// bound is the heap bound of the informer's lists: the one asked for, or,
+// when the lists pack their objects, with half its margin. A packed list's
+// live heap holds, beside the bytes the store will keep, the packs'
+// metadata and the informer's queue, which the store does not, so a peak
+// within the bound of the list's live heap would be beyond it of the
+// store's.
+func (ls *lister) bound() float64 {
+	if ls.c.pack == nil || ls.heapBound <= 1 {
+		return ls.heapBound
+	}
+	return 1 + (ls.heapBound-1)/2
+}
+
 // listRV is the resourceVersion a list asks for, given the reflector's.
 //
 // The reflector asks for "0" on its first list: any version, which the API
@@ -104,7 +122,7 @@ func listRV(reflectorRV string) string {
 // paged LIST, retrying with backoff until it succeeds or ctx ends.
 func (ls *lister) list(ctx context.Context, rv string) (listResult, error) {
 	retry := ls.c.retry
-	l := &listRun{rv: rv, pace: NewPacer(ls.heapBound).Relisting(retry.Synced.Load()).ReportTo(ls.c.report),
+	l := &listRun{rv: rv, pace: NewPacer(ls.bound()).Relisting(retry.Synced.Load()).ReportTo(ls.c.report),
 		failure: FailedAttempt{Reason: failure.InitialListFailed, Relist: retry.Synced.Load()}}
 	for {
 		if err := ls.prepare(ctx); err != nil {
@@ -117,7 +135,7 @@ func (ls *lister) list(ctx context.Context, rv string) (listResult, error) {
 			sl := streamingList{c: ls.c, next: ls.next, idleTimeout: ls.idleTimeout, sizeHint: ls.sizeHint()}
 			res, err := sl.list(ctx, l.rv, l.pace)
 			if err == nil {
-				ls.finish(ctx, l)
+				res.handedOver = ls.finish(ctx, l)
 				return ls.listed(res, ListPathStreaming, ls.refusals.streamingReason()), nil
 			}
 			switch ls.streamingFailed(ctx, l, err) {
@@ -129,7 +147,7 @@ func (ls *lister) list(ctx context.Context, rv string) (listResult, error) {
 		}
 		res, err := pagedList{c: ls.c, pageSize: ls.pageSize, sizeHint: ls.sizeHint()}.list(ctx, l.rv, l.pace)
 		if err == nil {
-			ls.finish(ctx, l)
+			res.handedOver = ls.finish(ctx, l)
 			why := l.pagedWhy
 			if why == "" {
 				why = ls.pagedReason()
@@ -143,12 +161,27 @@ func (ls *lister) list(ctx context.Context, rv string) (listResult, error) {
 }
 
 // finish ends a successful list: the pacer collects the list's garbage and,
-// for a first list, guards the heap while the informer takes the list in.
-func (ls *lister) finish(ctx context.Context, l *listRun) {
+// for a first list, guards the heap while the informer takes the list in. A
+// re-list of packed objects is guarded too, since the informer decodes each
+// changed object as it applies it: until the list's caller has handed it
+// over (the function returned) and the informer has taken every stand-in a
+// re-list inside the watch sent (Handed.StandIn), and a grace after. A
+// re-list of decoded objects hands over objects already allocated, and is
+// not guarded.
+func (ls *lister) finish(ctx context.Context, l *listRun) (handedOver func()) {
 	l.pace.Finish()
-	if !l.failure.Relist {
-		l.pace.GuardHandOver(ctx, ls.takenIn)
+	if ls.c.pack != nil {
+		ls.handOver.Store(l.pace)
 	}
+	switch {
+	case !l.failure.Relist:
+		l.pace.GuardHandOver(ctx, ls.takenIn)
+	case ls.c.pack != nil:
+		var done atomic.Bool
+		l.pace.GuardHandOver(ctx, func() bool { return done.Load() && ls.c.handed.standInsPending() == 0 })
+		return func() { done.Store(true) }
+	}
+	return func() {}
 }
 
 // listRun is one list's state across its attempts.

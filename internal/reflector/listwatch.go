@@ -109,6 +109,7 @@ func (lw *ListWatch) ListWithContext(ctx context.Context, reflectorOpts metav1.L
 		return nil, err
 	}
 	lw.c.handed.Replace(res.items)
+	defer res.done() // the guard's grace covers the reflector's Replace that follows
 	lw.next.listed()
 	lw.c.shard.Took() // the reflector replaces its store with this shard's objects (WithShard)
 	return &objectList{ListMeta: metav1.ListMeta{ResourceVersion: res.rv}, Items: res.items}, nil

@@ -6,6 +6,8 @@ import (
 	"os"
 	"runtime"
 	rtmetrics "runtime/metrics"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -54,6 +56,16 @@ type Pacer struct {
 	// the last collection before it found (the cache it replaces is about
 	// the size of the one it builds); 0 for a first list.
 	expected uint64
+
+	// guardMu serializes the hand-over's collections: the guard's goroutine
+	// and HandOverTick, from the informer's. guarding is set while the
+	// guard runs; handOverN counts HandOverTick's calls.
+	guardMu   sync.Mutex
+	guarding  atomic.Bool
+	handOverN int
+	// handOverMax caps the collections forced up to the end of the
+	// hand-over: the list's own and at most maxForcedPerList more.
+	handOverMax int
 }
 
 const (
@@ -207,7 +219,10 @@ func (p *Pacer) GuardHandOver(ctx context.Context, takenIn func() bool) {
 	// guard's goroutine gets a CPU to read it (bench/results/
 	// handover-guard.txt compares half the margin and a fifth).
 	handOver := 1 + (p.bound-1)/5
+	p.handOverMax = p.forced + maxForcedPerList
+	p.guarding.Store(true)
 	go func() {
+		defer p.guarding.Store(false)
 		t := time.NewTicker(handOverEvery)
 		defer t.Stop()
 		deadline := time.Now().Add(maxHandOver)
@@ -224,9 +239,33 @@ func (p *Pacer) GuardHandOver(ctx context.Context, takenIn func() bool) {
 				return
 			case <-t.C:
 			}
-			p.collectAbove(handOver, finishMinGarbage, maxForcedPerList, false)
+			p.guardMu.Lock()
+			p.collectAbove(handOver, finishMinGarbage, p.handOverMax, false)
+			p.guardMu.Unlock()
 		}
 	}()
+}
+
+// HandOverTick is called by the informer after each object it decodes while
+// it takes in what a guarded list handed it (GuardHandOver): an encoded
+// store's packed objects, which it decodes one by one for its handlers
+// (Packer). The guard's goroutine reads the heap every millisecond, but an
+// informer decoding a few objects every microsecond or so outruns it, and
+// its collections, which the informer goes on allocating through; here the
+// decoding goroutine itself collects, as Tick does during the list, every
+// checkEvery objects once the heap in use passes half the bound's margin
+// over the live heap the last collection found. It does nothing once the
+// guard has ended.
+func (p *Pacer) HandOverTick() {
+	if !p.guarding.Load() {
+		return
+	}
+	p.guardMu.Lock()
+	defer p.guardMu.Unlock()
+	if p.handOverN++; p.handOverN%checkEvery != 0 {
+		return
+	}
+	p.collectAbove(1+(p.bound-1)/2, finishMinGarbage, p.handOverMax, false)
 }
 
 const (

@@ -508,3 +508,59 @@ func eventually(d time.Duration, cond func() bool) bool {
 	}
 	return cond()
 }
+
+// TestPacerHandOverTickCollectsInTheDecodingGoroutine: while a guard runs,
+// the informer's decoding of packed objects (HandOverTick after each) forces
+// collections itself, synchronously, once the garbage passes half the
+// bound's margin; before the guard starts and after it ends, it forces none.
+func TestPacerHandOverTickCollectsInTheDecodingGoroutine(t *testing.T) {
+	processOwnsGC(t)
+	leakcheck.Check(t)
+	ballast := make([][]byte, 8) // 8 MB live
+	for i := range ballast {
+		ballast[i] = make([]byte, 1<<20)
+	}
+	defer runtime.KeepAlive(ballast)
+	decode := func(p *Pacer) {
+		for range 256 { // 16 MB of garbage, 64 KB an object
+			handOverSink = make([]byte, 64<<10)
+			p.HandOverTick()
+		}
+		handOverSink = nil
+	}
+	tr := &testReporter{}
+	p := NewPacer(1.25).ReportTo(tr)
+	p.Finish()
+	runtime.GC()
+	base, _ := tr.status()
+	decode(p)
+	if n, _ := tr.status(); n != base {
+		t.Fatalf("%d collections forced by decoding before the guard started, want none", n-base)
+	}
+
+	// A guard as GuardHandOver starts it, without its goroutine, whose own
+	// collections would hide the decoding's.
+	p.handOverMax = p.forced + maxForcedPerList
+	p.guarding.Store(true)
+	decode(p)
+	// The runtime's own pacing would collect once or twice for 16 MB of
+	// garbage over 8 MB live; at half the margin (1.125 times 8 MB) the
+	// decoding collects every 16 objects or so.
+	if n, _ := tr.status(); n-base < 4 {
+		t.Fatalf("%d collections forced while 16 MB were decoded under the guard, want several", n-base)
+	}
+
+	// A guard that ends: decoding after it forces nothing.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p.GuardHandOver(ctx, func() bool { return false })
+	cancel()
+	if !eventually(10*time.Second, func() bool { return !p.guarding.Load() }) {
+		t.Fatal("the guard did not end with the list's context")
+	}
+	forced, _ := tr.status()
+	decode(p)
+	if n, _ := tr.status(); n != forced {
+		t.Fatalf("%d collections forced by decoding after the guard ended, want none", n-forced)
+	}
+}

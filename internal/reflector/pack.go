@@ -23,6 +23,15 @@ type Packer interface {
 // before the informer runs.
 func (lw *ListWatch) PackListed(p Packer) { lw.c.pack = p }
 
+// Unpacked is called by the informer after it decodes a packed object: while
+// the list that packed it is being taken in, it paces the collector from the
+// decoding goroutine (Pacer.HandOverTick).
+func (lw *ListWatch) Unpacked() {
+	if p := lw.lister.handOver.Load(); p != nil {
+		p.HandOverTick()
+	}
+}
+
 // add appends a listed object to res: packed, when the informer packs and obj
 // is not a handed record (an unchanged object a re-list found, which never
 // reaches the reflector).

@@ -378,6 +378,7 @@ func (w *leanWatch) relist(ctx context.Context) bool {
 	if err != nil {
 		return false // ctx ended: list retries every other failure
 	}
+	defer res.done()
 	diff := w.c.handed.Diff(res.items, res.rv)
 	evs := append(diff.Changed, diff.Deleted...)
 	for i, ev := range evs {

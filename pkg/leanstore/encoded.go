@@ -111,6 +111,7 @@ func encodedInformer(lw *reflector.ListWatch, handed *reflector.Handed, example 
 		}),
 		LastStored: handed.LastStored,
 		Packed:     handed.Packed,
+		Unpacked:   lw.Unpacked,
 	})
 	if err != nil {
 		return nil, err
@@ -135,7 +136,6 @@ func (p storePacker) Pack(obj runtime.Object) (runtime.Object, error) {
 }
 
 func (p storePacker) IsPacked(obj any) bool { return p.s.IsPacked(obj) }
-
 
 // encodedStatus is Status.Encoded of an encoded store with statistics st.
 func encodedStatus(st encstore.Stats) *EncodedStatus {

@@ -418,7 +418,12 @@ func WithDegradedAfter(n int) Option {
 // is set in the environment, or when the program has called
 // debug.SetGCPercent or debug.SetMemoryLimit (read from runtime/metrics at each
 // list); Status.HeapBoundOff then says why. A list forces at most 256
-// collections, after which the runtime's pacing takes over for the rest of it.
+// collections, and the informer's taking it in at most 256 more, after which
+// the runtime's pacing takes over. Under WithEncodedStore a list holds its
+// objects packed, which the informer decodes one by one as it takes them in:
+// the list is bounded with half the bound's margin (its live heap holds the
+// packs' metadata and the queue beside what the store keeps), and the
+// informer's decoding collects as the list does, from the decoding goroutine.
 // Status.ForcedGCs and the forced_gcs_total counter count what it forced.
 func WithHeapBound(bound float64) Option {
 	return func(o *options) { o.heapBound = bound }
