@@ -527,4 +527,50 @@ var Catalog = []Mutant{
 			New: "return fmt.Errorf(\"%w: the stream ended after %d objects\", errNoInitialEventsEnd, items)"}},
 		Cmd: closedStream,
 	},
+	// An object packed while the store holds its key shares the stored
+	// bytes only when the store holds its very version; sharing them for
+	// any version packs a changed object as the old one.
+	{
+		Name:   "pack-shares-any-version",
+		Where:  "internal/encstore/packed.go: (*Store).Pack",
+		Breaks: "a listed object whose key the store holds is packed as the stored version: a change a list brings is lost",
+		Edits: []Edit{{File: "internal/encstore/packed.go",
+			Old: "if found && e.rv == rv {",
+			New: "if found {"}},
+		Cmd: encstorePackage,
+	},
+	// Applying a packed object that the store holds at its version decodes
+	// nothing; a check of the key alone skips every change a list brings.
+	{
+		Name:   "keep-packed-ignores-version",
+		Where:  "internal/encstore/packed.go: (*Store).KeepPacked",
+		Breaks: "a packed new version of an object the store holds is skipped as unchanged: the store and handlers keep the old version",
+		Edits: []Edit{{File: "internal/encstore/packed.go",
+			Old: "_, same := s.keptSame(p.key, p.e.rv)\n\treturn same",
+			New: "_, same := s.keptSame(p.key, p.e.rv)\n\treturn same || s.items[p.key].data != nil"}},
+		Cmd: encstorePackage,
+	},
+	// A re-list inside the watch hands the reflector its differences as
+	// watch events, which the reflector drops unless they are objects of
+	// the informer's type: a packed difference goes as a stand-in.
+	{
+		Name:   "relist-sends-packed",
+		Where:  "internal/reflector/watch.go: (*leanWatch).relist",
+		Breaks: "an encoded informer's re-list inside the watch hands the reflector packed objects, which it drops: changes and creations are lost",
+		Edits: []Edit{{File: "internal/reflector/watch.go",
+			Old: "ev.Object = w.c.handed.StandIn(ev.Object)",
+			New: "_ = w.c.handed.StandIn(ev.Object)"}},
+		Cmd: harness,
+	},
+	// The informer applies the pack a stand-in carries; applying the
+	// stand-in itself stores an object with nothing but metadata.
+	{
+		Name:   "stand-in-applied-as-is",
+		Where:  "internal/informer/deltas.go: upsert",
+		Breaks: "an encoded informer stores and hands its handlers the metadata-only stand-in of a re-list's changed object instead of the object",
+		Edits: []Edit{{File: "internal/informer/deltas.go",
+			Old: "\tobj = resolvePacked(handler, obj)\n",
+			New: "\t_ = resolvePacked(handler, obj)\n"}},
+		Cmd: harness,
+	},
 }
