@@ -329,8 +329,8 @@ var Catalog = []Mutant{
 		Where:  "internal/reflector/watch.go: (*leanWatch).relist",
 		Breaks: "a re-list hands its DELETED events (at the list's resourceVersion) before its ADDED and MODIFIED (older): the informer's resourceVersion goes back while they are queued",
 		Edits: []Edit{{File: "internal/reflector/watch.go",
-			Old: "range [][]watch.Event{diff.Changed, diff.Deleted} {",
-			New: "range [][]watch.Event{diff.Deleted, diff.Changed} {"}},
+			Old: "evs := append(diff.Changed, diff.Deleted...)",
+			New: "evs := append(diff.Deleted, diff.Changed...)"}},
 		Cmd: harness,
 	},
 	// The watch records the resourceVersion of every event it hands on,
@@ -436,11 +436,11 @@ var Catalog = []Mutant{
 	// every updated object.
 	{
 		Name:   "encoded-upsert-keeps-old-bytes",
-		Where:  "internal/encstore/store.go: (*Store).put",
+		Where:  "internal/encstore/store.go: (*Store).keptSame",
 		Breaks: "an update of an object the encoded store holds keeps the old version's bytes: every read returns the object as it was first stored",
 		Edits: []Edit{{File: "internal/encstore/store.go",
-			Old: "if found && e.rv == rv {",
-			New: "if found {"}},
+			Old: "if !found || e.rv != rv {",
+			New: "if !found {"}},
 		Cmd: harness,
 	},
 	// A deletion that the re-list diff sends with a placeholder object is
