@@ -24,9 +24,8 @@ import (
 type Packed struct {
 	Namespace, Name, UID, ResourceVersion string
 
-	key   string
-	e     entry
-	train bool
+	key string
+	e   entry
 	// by is the store that packed it: only it can read the bytes.
 	by *Store
 }
@@ -64,12 +63,9 @@ func (s *Store) Pack(obj runtime.Object) (*Packed, error) {
 		return nil, fmt.Errorf("encstore: pack %T: %w", obj, err)
 	}
 	packed := &Packed{Namespace: m.GetNamespace(), Name: m.GetName(), UID: string(m.GetUID()), ResourceVersion: m.GetResourceVersion(), by: s}
-	if key, rv, ok := s.identify(obj); ok && rv != "" {
-		s.mu.RLock()
-		e, found := s.items[key]
-		s.mu.RUnlock()
-		if found && e.rv == rv {
-			packed.key, packed.e = key, entry{data: e.data, rv: rv}
+	if key, err := s.keyFunc(obj); err == nil {
+		if e, held := s.held(key, packed.ResourceVersion); held {
+			packed.key, packed.e = key, entry{data: e.data, rv: e.rv}
 			return packed, nil
 		}
 	}

@@ -161,17 +161,27 @@ func (s *Store) put(obj any, data []byte, keepSame bool) (existed bool, oldRV st
 // keptSame reports whether key holds an object of the non-empty
 // resourceVersion rv, and returns the function that decodes it.
 func (s *Store) keptSame(key, rv string) (old func() (any, error), same bool) {
-	if rv == "" {
+	e, held := s.held(key, rv)
+	if !held {
 		return nil, false
+	}
+	s.setRV(rv)
+	return s.decoder(key, e), true
+}
+
+// held returns the entry of key when it is of the non-empty
+// resourceVersion rv.
+func (s *Store) held(key, rv string) (entry, bool) {
+	if rv == "" {
+		return entry{}, false
 	}
 	s.mu.RLock()
 	e, found := s.items[key]
 	s.mu.RUnlock()
 	if !found || e.rv != rv {
-		return nil, false
+		return entry{}, false
 	}
-	s.setRV(rv)
-	return s.decoder(key, e), true
+	return e, true
 }
 
 // putPrepared stores p, the prepared obj, and reports what it replaced as

@@ -436,7 +436,7 @@ var Catalog = []Mutant{
 	// every updated object.
 	{
 		Name:   "encoded-upsert-keeps-old-bytes",
-		Where:  "internal/encstore/store.go: (*Store).keptSame",
+		Where:  "internal/encstore/store.go: (*Store).held",
 		Breaks: "an update of an object the encoded store holds keeps the old version's bytes: every read returns the object as it was first stored",
 		Edits: []Edit{{File: "internal/encstore/store.go",
 			Old: "if !found || e.rv != rv {",
@@ -535,8 +535,8 @@ var Catalog = []Mutant{
 		Where:  "internal/encstore/packed.go: (*Store).Pack",
 		Breaks: "a listed object whose key the store holds is packed as the stored version: a change a list brings is lost",
 		Edits: []Edit{{File: "internal/encstore/packed.go",
-			Old: "if found && e.rv == rv {",
-			New: "if found {"}},
+			Old: "if e, held := s.held(key, packed.ResourceVersion); held {",
+			New: "if e, held := s.items[key]; held {"}},
 		Cmd: encstorePackage,
 	},
 	// Applying a packed object that the store holds at its version decodes
