@@ -6,8 +6,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/cachetune/cachetune/internal/objmeta"
 )
 
 // Packed is an object encoded and compressed as its Store keeps it, on its
@@ -17,12 +18,13 @@ import (
 // informer holds every object of its first list decoded at once, many times
 // the store's own size.
 //
-// A Packed has the object's namespace, name, uid and resourceVersion, as
-// object metadata (GetObjectMeta), so that key functions and the informer's
-// queue read it as they read the object; everything else is in its bytes,
-// which only the store that packed it reads (Unpack).
+// A Packed has the object's namespace, name, uid and resourceVersion as its
+// object metadata (objmeta.Identity), so that key functions and the
+// informer's queue read it as they read the object, without allocating;
+// everything else is in its bytes, which only the store that packed it reads
+// (Unpack).
 type Packed struct {
-	Namespace, Name, UID, ResourceVersion string
+	objmeta.Identity
 
 	key string
 	e   entry
@@ -38,19 +40,6 @@ func (p *Packed) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKi
 // shared.
 func (p *Packed) DeepCopyObject() runtime.Object { c := *p; return &c }
 
-// GetObjectMeta is the packed object's metadata, for meta.Accessor.
-func (p *Packed) GetObjectMeta() metav1.Object {
-	return &metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: types.UID(p.UID), ResourceVersion: p.ResourceVersion}
-}
-
-func (p *Packed) GetNamespace() string { return p.Namespace }
-
-func (p *Packed) GetName() string { return p.Name }
-
-func (p *Packed) GetUID() types.UID { return types.UID(p.UID) }
-
-func (p *Packed) GetResourceVersion() string { return p.ResourceVersion }
-
 // Pack encodes and compresses obj as the store would keep it, without
 // storing it. Its bytes are compressed with the store's dictionary once it
 // exists; the first objects, on which the dictionary is trained, are packed
@@ -62,7 +51,7 @@ func (s *Store) Pack(obj runtime.Object) (*Packed, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encstore: pack %T: %w", obj, err)
 	}
-	packed := &Packed{Namespace: m.GetNamespace(), Name: m.GetName(), UID: string(m.GetUID()), ResourceVersion: m.GetResourceVersion(), by: s}
+	packed := &Packed{Identity: objmeta.Identity{Namespace: m.GetNamespace(), Name: m.GetName(), UID: string(m.GetUID()), ResourceVersion: m.GetResourceVersion()}, by: s}
 	if key, err := s.keyFunc(obj); err == nil {
 		if e, held := s.held(key, packed.ResourceVersion); held {
 			packed.key, packed.e = key, entry{data: e.data, rv: e.rv}

@@ -2,10 +2,10 @@ package reflector
 
 import (
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/cachetune/cachetune/internal/objmeta"
 )
 
 // Record is what the handed set keeps of a handed object under an encoded store
@@ -17,10 +17,10 @@ import (
 // A record stands for the object in the handed set's maps, and a re-list's decoder
 // returns it for an object whose uid and resourceVersion it matches (such an
 // object causes no event, so the record never reaches the reflector). It is a
-// runtime.Object with object metadata (GetObjectMeta), so that the handed set's
-// other users read it as they read any handed object.
+// runtime.Object with object metadata (objmeta.Identity), so that the handed
+// set's other users read it as they read any handed object.
 type Record struct {
-	Namespace, Name, UID, ResourceVersion string
+	objmeta.Identity
 }
 
 var _ runtime.Object = (*Record)(nil)
@@ -35,18 +35,9 @@ func recordOf(obj runtime.Object) *Record {
 	if err != nil {
 		return nil
 	}
-	return &Record{Namespace: m.GetNamespace(), Name: m.GetName(), UID: string(m.GetUID()), ResourceVersion: m.GetResourceVersion()}
+	return &Record{objmeta.Identity{Namespace: m.GetNamespace(), Name: m.GetName(), UID: string(m.GetUID()), ResourceVersion: m.GetResourceVersion()}}
 }
 
 func (r *Record) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
 
 func (r *Record) DeepCopyObject() runtime.Object { c := *r; return &c }
-
-// GetObjectMeta is the record as object metadata, for meta.Accessor.
-func (r *Record) GetObjectMeta() metav1.Object {
-	return &metav1.ObjectMeta{Namespace: r.Namespace, Name: r.Name, UID: types.UID(r.UID), ResourceVersion: r.ResourceVersion}
-}
-
-func (r *Record) GetUID() types.UID { return types.UID(r.UID) }
-
-func (r *Record) GetResourceVersion() string { return r.ResourceVersion }
