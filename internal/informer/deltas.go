@@ -57,20 +57,23 @@ type packedStore interface {
 	UpsertPacked(packed, obj any) (existed bool, oldRV string, old func() (any, error), err error)
 }
 
-// unpackTransformer is a handler whose transform runs on objects once they
-// are unpacked (sharedIndexInformer: its queue passes packed objects through
-// untransformed), and that resolves the stand-ins of packed objects
-// (Options.Packed).
-type unpackTransformer interface {
-	unpackTransform() cache.TransformFunc
+// unpacker is a handler that takes part in the decoding of packed objects
+// (sharedIndexInformer): it resolves their stand-ins (Options.Packed), lets
+// its handlers catch up before each decode (beforeUnpack), paces the
+// collector after it (afterUnpack, Options.Unpacked), and runs its transform
+// on the objects once they are decoded (its queue passes packed objects
+// through untransformed).
+type unpacker interface {
 	packedFor(obj any, take bool) (any, bool)
+	beforeUnpack()
 	afterUnpack()
+	unpackTransform() cache.TransformFunc
 }
 
 // resolvePacked returns the packed object obj stands in for, taking it, or
 // obj.
 func resolvePacked(handler cache.ResourceEventHandler, obj any) any {
-	if t, ok := handler.(unpackTransformer); ok {
+	if t, ok := handler.(unpacker); ok {
 		if packed, ok := t.packedFor(obj, true); ok {
 			return packed
 		}
@@ -230,11 +233,14 @@ func unpackTombstone(handler cache.ResourceEventHandler, clientState cache.Store
 // if it has one: transformed then reports that the object is no longer what
 // the packed bytes hold.
 func unpack(handler cache.ResourceEventHandler, ps packedStore, packed any) (obj any, transformed bool, err error) {
+	t, ok := handler.(unpacker)
+	if ok {
+		t.beforeUnpack()
+	}
 	decoded, err := ps.Unpack(packed)
 	if err != nil {
 		return nil, false, err
 	}
-	t, ok := handler.(unpackTransformer)
 	if ok {
 		t.afterUnpack()
 	}

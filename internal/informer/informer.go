@@ -27,6 +27,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	goruntime "runtime"
 	"sync"
 	"time"
 
@@ -186,6 +187,37 @@ func (s *sharedIndexInformer) packedFor(obj any, take bool) (any, bool) {
 	}
 	return s.packed(obj, take)
 }
+
+// beforeUnpack is called before each packed object the informer decodes for
+// its handlers. While a handler has more than handlerBacklog notifications
+// waiting, it yields to the handlers' goroutines, at most catchUpYields
+// times: every notification waiting holds its object decoded, and an informer
+// that decodes faster than its handlers take the objects in (a start-up, on
+// a small GOMAXPROCS) would hold many decoded after all, which the encoded
+// store packs its lists to avoid. It never waits for a handler that does
+// not run: such a handler costs the yields, and its notifications wait as
+// they do in client-go.
+func (s *sharedIndexInformer) beforeUnpack() {
+	for range catchUpYields {
+		if s.processor.backlog() <= handlerBacklog {
+			return
+		}
+		catchUpYield()
+	}
+}
+
+// catchUpYield is beforeUnpack's yield (a variable only so that a test can
+// count the yields).
+var catchUpYield = goruntime.Gosched
+
+const (
+	// handlerBacklog is the most notifications a handler may have waiting
+	// before the informer yields to it (beforeUnpack): a few dozen decoded
+	// objects, a megabyte of typed Pods.
+	handlerBacklog = 32
+	// catchUpYields caps beforeUnpack's yields per object.
+	catchUpYields = 16
+)
 
 // afterUnpack is called after each packed object the informer decoded.
 func (s *sharedIndexInformer) afterUnpack() {

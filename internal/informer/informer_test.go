@@ -2,6 +2,8 @@ package informer
 
 import (
 	"context"
+	"fmt"
+	goruntime "runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -255,6 +257,58 @@ func packList(s *encstore.Store, list runtime.Object) (runtime.Object, error) {
 		out.Items = append(out.Items, p)
 	}
 	return out, nil
+}
+
+// An informer decoding packed objects yields to a handler that has fallen
+// behind (beforeUnpack), so that few objects wait decoded in its buffer, and
+// never waits for one that does not run: with its only handler blocked on
+// the first object, the informer still takes in its whole first list,
+// yielding before each object decoded while the handler had more than
+// handlerBacklog waiting.
+func TestUnpackYieldsToABackloggedHandlerWithoutWaitingForIt(t *testing.T) {
+	const n = 200
+	source := newFakeControllerSource(t)
+	for i := range n {
+		source.Add(pod(fmt.Sprintf("p%03d", i), "", "x"))
+	}
+	var inf *sharedIndexInformer
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(_ context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			list, err := source.List(o)
+			if err != nil {
+				return nil, err
+			}
+			return packList(inf.indexer.(*encstore.Store), list)
+		},
+		WatchFuncWithContext: func(_ context.Context, o metav1.ListOptions) (watch.Interface, error) { return source.Watch(o) },
+	}
+	inf, _ = newCountingInformer(t, lw, 0)
+	var yields atomic.Int64
+	catchUpYield = func() { yields.Add(1); goruntime.Gosched() }
+	t.Cleanup(func() { catchUpYield = goruntime.Gosched })
+	gate := make(chan struct{})
+	var added atomic.Int64
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(any) {
+		<-gate
+		added.Add(1)
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	run(t, inf) // syncs with the handler blocked
+	closeGate := sync.OnceFunc(func() { close(gate) })
+	t.Cleanup(closeGate) // before run's cleanup stops the informer
+	// The handler holds one object and has one more at hand; every object
+	// decoded after the next handlerBacklog found it behind. (One or two
+	// fewer when the listener had not counted the last one yet.)
+	if got, want := yields.Load(), int64(n-2-handlerBacklog-2)*catchUpYields; got < want {
+		t.Fatalf("%d yields to the blocked handler, want at least %d", got, want)
+	}
+	closeGate()
+	if err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, wait.ForeverTestTimeout, true, func(context.Context) (bool, error) {
+		return added.Load() == n, nil
+	}); err != nil {
+		t.Fatalf("the handler received %d of %d objects", added.Load(), n)
+	}
 }
 
 func TestTheInformerRunsOverClientGoStore(t *testing.T) {

@@ -18,8 +18,8 @@ limitations under the License.
 // (tools/cache/shared_informer.go), with the notifications they relay, their
 // buffer and resync constants and determineResyncPeriod, which upstream keeps
 // beside the informer; unchanged but for the package qualifiers,
-// the ring buffer's typed constructor (the untyped one is deprecated) and
-// anySyncing, which package informer adds.
+// the ring buffer's typed constructor (the untyped one is deprecated), and
+// anySyncing and backlog, which package informer adds.
 
 package informer
 
@@ -191,6 +191,17 @@ func (p *sharedProcessor) anySyncing() bool {
 		}
 	}
 	return false
+}
+
+// backlog is the most notifications any listener has waiting in its buffer.
+func (p *sharedProcessor) backlog() int64 {
+	p.listenersLock.RLock()
+	defer p.listenersLock.RUnlock()
+	var most int64
+	for listener := range p.listeners {
+		most = max(most, listener.pendingNotificationsLength.Load())
+	}
+	return most
 }
 
 // sharedProcessorRunHook can be used inside tests to execute additional code
