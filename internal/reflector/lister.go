@@ -174,11 +174,13 @@ func (ls *lister) finish(ctx context.Context, l *listRun) (handedOver func()) {
 		ls.handOver.Store(l.pace)
 	}
 	switch {
+	case !l.failure.Relist && ls.c.pack != nil:
+		l.pace.GuardPackedHandOver(ctx, ls.takenIn)
 	case !l.failure.Relist:
 		l.pace.GuardHandOver(ctx, ls.takenIn)
 	case ls.c.pack != nil:
 		var done atomic.Bool
-		l.pace.GuardHandOver(ctx, func() bool { return done.Load() && ls.c.handed.standInsPending() == 0 })
+		l.pace.GuardPackedHandOver(ctx, func() bool { return done.Load() && ls.c.handed.standInsPending() == 0 })
 		return func() { done.Store(true) }
 	}
 	return func() {}

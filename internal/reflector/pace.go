@@ -198,8 +198,8 @@ const finishMinGarbage = 256 << 10
 // passed. It returns at once; the guard runs in a goroutine of its own, which
 // reads the heap every handOverEvery and collects when the heap in use exceeds
 // a fifth of the bound's margin over the live heap the last collection found
-// (1.05 times it for a bound of 1.25) by more than finishMinGarbage, within
-// the list's maximum of forced collections. The pacer must not be used by
+// (1.05 times it for a bound of 1.25) by more than finishMinGarbage, at most
+// maxForcedPerList times beyond the list's own. The pacer must not be used by
 // anything else once guarded.
 //
 // client-go's hand-over allocates for every object (the FIFO's deltas, the
@@ -210,6 +210,27 @@ const finishMinGarbage = 256 << 10
 // collection, lets pile up (docs/memory.md, "The start-up peak of small
 // caches").
 func (p *Pacer) GuardHandOver(ctx context.Context, takenIn func() bool) {
+	p.guardHandOver(ctx, takenIn, maxForcedPerList)
+}
+
+// GuardPackedHandOver is GuardHandOver for a list of packed objects, which
+// the informer decodes one by one as it takes them in (HandOverTick). Their
+// hand-over makes as much garbage again as the list's decoding, all of it
+// over a live heap as large as the list's at its end, where the list made
+// most of its garbage over a smaller one: it needs more collections than
+// the list did (about 250 for 10,000 typed Pods, the list about 105, in
+// cachebench's encoded modes), so it may force twice maxForcedPerList. With
+// one maxForcedPerList, a hand-over slowed by a loaded machine used it up
+// before the informer synced, and the runtime's pacing let the heap reach
+// about twice the live heap at the end (bench/results/cachebench-encoded.txt
+// in its history: 2.21 at start-up, typed LIST).
+func (p *Pacer) GuardPackedHandOver(ctx context.Context, takenIn func() bool) {
+	p.guardHandOver(ctx, takenIn, 2*maxForcedPerList)
+}
+
+// guardHandOver starts GuardHandOver's guard, which may force max
+// collections beyond the list's own.
+func (p *Pacer) guardHandOver(ctx context.Context, takenIn func() bool, max int) {
 	if p.bound <= 0 || p.off != "" || takenIn == nil || takenIn() {
 		return
 	}
@@ -219,7 +240,7 @@ func (p *Pacer) GuardHandOver(ctx context.Context, takenIn func() bool) {
 	// guard's goroutine gets a CPU to read it (bench/results/
 	// handover-guard.txt compares half the margin and a fifth).
 	handOver := 1 + (p.bound-1)/5
-	p.handOverMax = p.forced + maxForcedPerList
+	p.handOverMax = p.forced + max
 	p.guarding.Store(true)
 	go func() {
 		defer p.guarding.Store(false)

@@ -564,3 +564,49 @@ func TestPacerHandOverTickCollectsInTheDecodingGoroutine(t *testing.T) {
 		t.Fatalf("%d collections forced by decoding after the guard ended, want none", n-forced)
 	}
 }
+
+// TestPacerPackedHandOverHasTwiceTheBudget: the hand-over of a packed list,
+// whose decoding makes as much garbage again as the list, may force twice
+// maxForcedPerList collections beyond the list's; a hand-over of decoded
+// objects, maxForcedPerList.
+func TestPacerPackedHandOverHasTwiceTheBudget(t *testing.T) {
+	processOwnsGC(t)
+	leakcheck.Check(t)
+	ballast := make([][]byte, 8) // 8 MB live
+	for i := range ballast {
+		ballast[i] = make([]byte, 1<<20)
+	}
+	defer runtime.KeepAlive(ballast)
+	defer func(n int) { maxForcedPerList = n }(maxForcedPerList)
+	maxForcedPerList = 3
+	for _, tc := range []struct {
+		name   string
+		guard  func(p *Pacer, ctx context.Context, takenIn func() bool)
+		budget int64
+	}{
+		{"decoded", (*Pacer).GuardHandOver, 3},
+		{"packed", (*Pacer).GuardPackedHandOver, 6},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := &testReporter{}
+			p := NewPacer(1.25).ReportTo(tr)
+			p.Finish()
+			base, _ := tr.status()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			tc.guard(p, ctx, func() bool { return false })
+			for range 512 { // 32 MB of garbage, 64 KB an object: about 30 collections at half the margin
+				handOverSink = make([]byte, 64<<10)
+				p.HandOverTick()
+			}
+			handOverSink = nil
+			cancel()
+			if !eventually(10*time.Second, func() bool { return !p.guarding.Load() }) {
+				t.Fatal("the guard did not end with the list's context")
+			}
+			if n, _ := tr.status(); n-base != tc.budget {
+				t.Fatalf("%d collections forced during the hand-over, want its budget, %d", n-base, tc.budget)
+			}
+		})
+	}
+}

@@ -423,8 +423,9 @@ func WithDegradedAfter(n int) Option {
 // objects packed, which the informer decodes one by one as it takes them in:
 // the list is bounded with half the bound's margin (its live heap holds the
 // packs' metadata and the queue beside what the store keeps), and the
-// informer's decoding collects as the list does, from the decoding goroutine.
-// Status.ForcedGCs and the forced_gcs_total counter count what it forced.
+// informer's decoding collects as the list does, from the decoding goroutine,
+// at most 512 times per list, since that decoding makes as much garbage again
+// as the list. Status.ForcedGCs and the forced_gcs_total counter count what it forced.
 func WithHeapBound(bound float64) Option {
 	return func(o *options) { o.heapBound = bound }
 }
