@@ -509,18 +509,25 @@ func eventually(d time.Duration, cond func() bool) bool {
 	return cond()
 }
 
+// handOverTest prepares a test of a guarded hand-over: it skips it when the
+// process chose its GC policy, checks that no goroutine outlives it, and
+// keeps 8 MB live until it ends, over which the test's garbage is measured.
+func handOverTest(t *testing.T) {
+	processOwnsGC(t)
+	leakcheck.Check(t)
+	ballast := make([][]byte, 8)
+	for i := range ballast {
+		ballast[i] = make([]byte, 1<<20)
+	}
+	t.Cleanup(func() { runtime.KeepAlive(ballast) })
+}
+
 // TestPacerHandOverTickCollectsInTheDecodingGoroutine: while a guard runs,
 // the informer's decoding of packed objects (HandOverTick after each) forces
 // collections itself, synchronously, once the garbage passes half the
 // bound's margin; before the guard starts and after it ends, it forces none.
 func TestPacerHandOverTickCollectsInTheDecodingGoroutine(t *testing.T) {
-	processOwnsGC(t)
-	leakcheck.Check(t)
-	ballast := make([][]byte, 8) // 8 MB live
-	for i := range ballast {
-		ballast[i] = make([]byte, 1<<20)
-	}
-	defer runtime.KeepAlive(ballast)
+	handOverTest(t)
 	decode := func(p *Pacer) {
 		for range 256 { // 16 MB of garbage, 64 KB an object
 			handOverSink = make([]byte, 64<<10)
@@ -570,13 +577,7 @@ func TestPacerHandOverTickCollectsInTheDecodingGoroutine(t *testing.T) {
 // maxForcedPerList collections beyond the list's; a hand-over of decoded
 // objects, maxForcedPerList.
 func TestPacerPackedHandOverHasTwiceTheBudget(t *testing.T) {
-	processOwnsGC(t)
-	leakcheck.Check(t)
-	ballast := make([][]byte, 8) // 8 MB live
-	for i := range ballast {
-		ballast[i] = make([]byte, 1<<20)
-	}
-	defer runtime.KeepAlive(ballast)
+	handOverTest(t)
 	defer func(n int) { maxForcedPerList = n }(maxForcedPerList)
 	maxForcedPerList = 3
 	for _, tc := range []struct {
