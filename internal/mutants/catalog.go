@@ -62,6 +62,12 @@ var (
 	// proxy closes early under JSON, against the real API server through the
 	// fault proxy (pkg/leanstore, contract_test.go).
 	closedStream = Command{Pkg: "./pkg/leanstore/", Run: "^TestClosedStreamingListIsNotARefusal$", Timeout: 5 * time.Minute}
+	// pacerPackage is the heap bound's own tests, which need no API server
+	// (internal/reflector, pace_test.go).
+	pacerPackage = Command{Pkg: "./internal/reflector/", Run: "^TestPacer", Short: true, Timeout: 5 * time.Minute}
+	// unpackYields is the informer's test of its yields to a handler that
+	// has fallen behind while it decodes packed objects (informer_test.go).
+	unpackYields = Command{Pkg: "./internal/informer/", Run: "^TestUnpackYields", Short: true, Timeout: 5 * time.Minute}
 	// wirePackage is the wire decoder's own tests, which need no API server.
 	wirePackage = Command{Pkg: "./internal/wire/", Run: ".", Short: true, Timeout: 5 * time.Minute}
 	// shardReason finds a failed check of either: the line of the test
@@ -572,5 +578,44 @@ var Catalog = []Mutant{
 			Old: "\tobj = resolvePacked(handler, obj)\n",
 			New: "\t_ = resolvePacked(handler, obj)\n"}},
 		Cmd: harness,
+	},
+	// A pack's and a record's metadata is a metav1.Object itself: a new
+	// copy at each read made megabytes of garbage at the end of a re-list
+	// (its sort by resourceVersion), the encoded store's re-list peak.
+	{
+		Name:   "identity-copied-per-read",
+		Where:  "internal/objmeta/identity.go: Identity",
+		Breaks: "every read of a pack's metadata through meta.Accessor allocates a copy: megabytes of garbage at once when a re-list sorts its changed packs",
+		Edits: []Edit{{File: "internal/objmeta/identity.go",
+			Old: "var _ metav1.Object = (*Identity)(nil)\n",
+			New: "func (m *Identity) GetObjectMeta() metav1.Object {\n\treturn &metav1.ObjectMeta{Namespace: m.Namespace, Name: m.Name, UID: types.UID(m.UID), ResourceVersion: m.ResourceVersion}\n}\n"}, {
+			File: "internal/objmeta/identity.go",
+			Old:  "func (*Identity) SetManagedFields(",
+			New:  "func (*Identity) setManagedFields("}},
+		Cmd: encstorePackage,
+	},
+	// Before it decodes a packed object, the informer yields to a handler
+	// that has fallen behind, whose waiting notifications hold their
+	// objects decoded.
+	{
+		Name:   "unpack-never-yields",
+		Where:  "internal/informer/informer.go: (*sharedIndexInformer).beforeUnpack",
+		Breaks: "an encoded informer decodes its first list faster than its handlers take it in, and their buffers hold the objects decoded: the start-up peak the packing removed comes back",
+		Edits: []Edit{{File: "internal/informer/informer.go",
+			Old: "if s.processor.backlog() <= handlerBacklog {",
+			New: "if true || s.processor.backlog() <= handlerBacklog {"}},
+		Cmd: unpackYields,
+	},
+	// The hand-over of a packed list decodes every object again and needs
+	// about as many collections as the list, or more: it has twice the
+	// usual budget.
+	{
+		Name:   "packed-hand-over-usual-budget",
+		Where:  "internal/reflector/pace.go: (*Pacer).GuardPackedHandOver",
+		Breaks: "the hand-over of a packed list uses up its collections before the informer syncs, and the heap reaches about twice the live heap at the end",
+		Edits: []Edit{{File: "internal/reflector/pace.go",
+			Old: "p.guardHandOver(ctx, takenIn, 2*maxForcedPerList)",
+			New: "p.guardHandOver(ctx, takenIn, maxForcedPerList)"}},
+		Cmd: pacerPackage,
 	},
 }
