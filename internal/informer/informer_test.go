@@ -294,9 +294,21 @@ func TestUnpackYieldsToABackloggedHandlerWithoutWaitingForIt(t *testing.T) {
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	run(t, inf) // syncs with the handler blocked
+	// The informer stops only once its handler returns: the gate opens first.
 	closeGate := sync.OnceFunc(func() { close(gate) })
-	t.Cleanup(closeGate) // before run's cleanup stops the informer
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg wait.Group
+	wg.StartWithContext(ctx, inf.RunWithContext)
+	t.Cleanup(func() {
+		closeGate()
+		cancel()
+		wg.Wait()
+	})
+	if err := wait.PollUntilContextTimeout(ctx, time.Millisecond, wait.ForeverTestTimeout, true, func(context.Context) (bool, error) {
+		return inf.HasSynced(), nil
+	}); err != nil {
+		t.Fatal("the informer did not sync while its handler was blocked")
+	}
 	// The handler holds one object and has one more at hand; every object
 	// decoded after the next handlerBacklog found it behind. (One or two
 	// fewer when the listener had not counted the last one yet.)
