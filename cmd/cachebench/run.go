@@ -145,6 +145,7 @@ controller-runtime's client deep-copies each unless UnsafeDisableDeepCopy.`, std
 	resources := fs.String("resources", "", "resources to cache, comma-separated from "+strings.Join(bench.ResourceNames, ",")+" (default: the kinds seeded; pods on a cluster)")
 	fs.BoolVar(&o.Together, "together", false, "cache all --resources in one process per mode, as one controller does (default with --dataset mixed)")
 	modes := fs.String("modes", "", "modes to run: comma-separated names or globs, e.g. 'client-go/typed*', or all (default: every mode not marked extra in --list-modes)")
+	modeOrder := fs.String("mode-order", "list", "the order the modes run in: list, as --list-modes lists them; given, as --modes names them (each glob's modes in list order), to run the modes a run compares side by side in time")
 	listModes := fs.Bool("list-modes", false, "list the modes and exit")
 	fs.IntVar(&o.Plan.Relists, "relists", o.Plan.Relists, "forced re-lists per mode (with no --churn: that many re-lists without changes)")
 	churn := fs.String("churn", "", "fraction of the objects changed before each re-list, comma-separated, one per re-list (default 0,0.1; 0s on a cluster without --seed)")
@@ -190,7 +191,7 @@ controller-runtime's client deep-copies each unless UnsafeDisableDeepCopy.`, std
 	if set["out"] && set["out-dir"] {
 		return o, false, usageError{errors.New("--out is the old spelling of --out-dir: give one")}
 	}
-	if err := o.validate(set, flagValues{resources: *resources, modes: *modes, churn: *churn, sizes: *sizes, shape: *shape, dataset: *kind, events: *events, eventStep: *eventStep, eventSample: *eventSample}); err != nil {
+	if err := o.validate(set, flagValues{resources: *resources, modes: *modes, modeOrder: *modeOrder, churn: *churn, sizes: *sizes, shape: *shape, dataset: *kind, events: *events, eventStep: *eventStep, eventSample: *eventSample}); err != nil {
 		return o, false, usageError{err}
 	}
 	return o, false, nil
@@ -198,8 +199,8 @@ controller-runtime's client deep-copies each unless UnsafeDisableDeepCopy.`, std
 
 // flagValues are the flags validate parses itself.
 type flagValues struct {
-	resources, modes, churn, sizes, shape, dataset, events string
-	eventStep, eventSample                                 time.Duration
+	resources, modes, modeOrder, churn, sizes, shape, dataset, events string
+	eventStep, eventSample                                            time.Duration
 }
 
 // validate parses the flags that need it and checks them together, in this
@@ -240,7 +241,7 @@ func (o *runOptions) validate(set map[string]bool, fv flagValues) error {
 	if o.Resources, err = o.pickResources(fv.resources); err != nil {
 		return err
 	}
-	if err := o.pickModes(fv.modes); err != nil {
+	if err := o.pickModes(fv.modes, fv.modeOrder); err != nil {
 		return err
 	}
 	if err := o.checkEvents(); err != nil {
@@ -368,11 +369,23 @@ func (o *runOptions) checkTarget(set map[string]bool) error {
 	return nil
 }
 
-// pickModes selects --modes, keeping with --together those that can cache
-// every resource at once, and checks that every resource has a mode.
-func (o *runOptions) pickModes(list string) error {
+// pickModes selects --modes in the --mode-order, keeping with --together
+// those that can cache every resource at once, and checks that every resource
+// has a mode.
+func (o *runOptions) pickModes(list, order string) error {
 	var err error
-	if o.Modes, err = bench.Select(list); err != nil {
+	switch order {
+	case "list":
+		o.Modes, err = bench.Select(list)
+	case "given":
+		if strings.TrimSpace(list) == "" || strings.TrimSpace(list) == "all" {
+			return errors.New("--mode-order given needs --modes to name the modes in the order to run them")
+		}
+		o.Modes, err = bench.SelectAsGiven(list)
+	default:
+		return fmt.Errorf("--mode-order takes list or given, got %q", order)
+	}
+	if err != nil {
 		return err
 	}
 	if o.Together {

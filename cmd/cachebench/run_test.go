@@ -65,6 +65,8 @@ func TestRunFlagErrors(t *testing.T) {
 		{[]string{"run", "--pods", "-1"}, "--pods must not be negative"},
 		{[]string{"run", "--relists", "-2"}, "re-lists must not be negative"},
 		{[]string{"run", "--modes", "nope*"}, `no mode matches "nope*"`},
+		{[]string{"run", "--mode-order", "random"}, `--mode-order takes list or given, got "random"`},
+		{[]string{"run", "--mode-order", "given"}, "--mode-order given needs --modes"},
 		{[]string{"run", "--resources", "deployments"}, `unknown resource "deployments"`},
 		{[]string{"run", "--resources", "widgets", "--modes", "client-go/typed/stream"}, "none of the selected modes can cache widgets"},
 		{[]string{"run", "--gogc", "fast"}, "--gogc must be"},
@@ -116,6 +118,15 @@ func TestRunFlagErrors(t *testing.T) {
 	}
 }
 
+// modeNames joins the modes' names with commas.
+func modeNames(ms []bench.Mode) string {
+	var out []string
+	for _, m := range ms {
+		out = append(out, m.Name)
+	}
+	return strings.Join(out, ",")
+}
+
 // TestRunFlagsValid checks what valid flags make of the plan and the jobs.
 func TestRunFlagsValid(t *testing.T) {
 	parse := func(args ...string) runOptions {
@@ -151,6 +162,13 @@ func TestRunFlagsValid(t *testing.T) {
 				t.Errorf("%s: %s in namespace %q", j.Mode.Name, r.Resource, r.Namespace)
 			}
 		}
+	}
+	given := "leanstore/typed-strip-mf-la/stream,client-go/typed-strip-mf-la/stream,leanstore/metadata-lean/stream,client-go/metadata-strip-mf/stream"
+	if o := parse("--modes", given, "--mode-order", "given"); modeNames(o.Modes) != given {
+		t.Errorf("--mode-order given: %s, want %s", modeNames(o.Modes), given)
+	}
+	if o := parse("--modes", given); modeNames(o.Modes) != "client-go/typed-strip-mf-la/stream,client-go/metadata-strip-mf/stream,leanstore/typed-strip-mf-la/stream,leanstore/metadata-lean/stream" {
+		t.Errorf("--modes without --mode-order: %s, want the list's order", modeNames(o.Modes))
 	}
 	if o := parse("--sizes", "30000,1000,10000,1000"); !slices.Equal(o.Sizes, []int{1000, 10000, 30000}) || o.Spec.Pods != 1000 {
 		t.Errorf("--sizes: %v, first %d pods", o.Sizes, o.Spec.Pods)

@@ -284,7 +284,15 @@ func Lookup(name string) (Mode, bool) {
 // ("*" matches any text including "/", "?" one character), in registration
 // order. An empty list selects every mode. A pattern that matches nothing is an
 // error, so that a typo is not a silently shorter run.
-func Select(patterns string) ([]Mode, error) {
+func Select(patterns string) ([]Mode, error) { return selectModes(patterns, false) }
+
+// SelectAsGiven is Select in the order of the patterns: each pattern's modes
+// in registration order, and a mode two patterns match at the place of the
+// first. A run in this order can put the modes it compares side by side in
+// time, so that the server's drift over a long run falls on both.
+func SelectAsGiven(patterns string) ([]Mode, error) { return selectModes(patterns, true) }
+
+func selectModes(patterns string, asGiven bool) ([]Mode, error) {
 	all := Modes()
 	switch strings.TrimSpace(patterns) {
 	case "":
@@ -299,6 +307,7 @@ func Select(patterns string) ([]Mode, error) {
 		return all, nil
 	}
 	picked := make([]bool, len(all))
+	var given []Mode
 	for _, p := range strings.Split(patterns, ",") {
 		p = strings.TrimSpace(p)
 		if p == "" {
@@ -308,6 +317,9 @@ func Select(patterns string) ([]Mode, error) {
 		n := 0
 		for i, m := range all {
 			if re.MatchString(m.Name) {
+				if !picked[i] {
+					given = append(given, m)
+				}
 				picked[i] = true
 				n++
 			}
@@ -315,6 +327,9 @@ func Select(patterns string) ([]Mode, error) {
 		if n == 0 {
 			return nil, fmt.Errorf("no mode matches %q (cachebench run --list-modes lists them)", p)
 		}
+	}
+	if asGiven {
+		return given, nil
 	}
 	var out []Mode
 	for i, m := range all {

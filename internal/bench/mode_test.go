@@ -46,6 +46,17 @@ func TestSelect(t *testing.T) {
 			t.Errorf("Select(%q) = %s, want %s", tc.patterns, names(got), tc.want)
 		}
 	}
+	for _, tc := range []struct{ patterns, want string }{
+		{"client-go/typed/list, client-go/typed/stream", "client-go/typed/list,client-go/typed/stream"},
+		{"leanstore/typed-lean/stream,client-go/metadata*/list,client-go/metadata/list", "leanstore/typed-lean/stream,client-go/metadata/list,client-go/metadata-strip-mf/list"}, // a glob's in registration order; a repeat keeps its first place
+	} {
+		if got, err := SelectAsGiven(tc.patterns); err != nil || names(got) != tc.want {
+			t.Errorf("SelectAsGiven(%q) = %s, %v; want %s", tc.patterns, names(got), err, tc.want)
+		}
+	}
+	if _, err := SelectAsGiven("client-go/typed/stream,nope"); err == nil || !strings.Contains(err.Error(), `no mode matches "nope"`) {
+		t.Errorf("SelectAsGiven with a pattern that matches nothing: %v", err)
+	}
 	all, err := Select("all")
 	if err != nil || len(all) != len(Modes()) {
 		t.Errorf("Select(\"all\") = %d modes, %v; want all %d", len(all), err, len(Modes()))
