@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/cachetune/cachetune/internal/fixture"
 	"github.com/cachetune/cachetune/pkg/testkit/apiserver"
 	"github.com/cachetune/cachetune/pkg/testkit/dataset"
 )
@@ -62,21 +63,11 @@ func TestRegenerateFixture(t *testing.T) {
 // UIDs, as a dataset of n Pods would be.
 func loadPods(tb testing.TB, n int) *corev1.PodList {
 	tb.Helper()
-	b, err := os.ReadFile(fixturePath)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var fixture corev1.PodList
-	if err := json.Unmarshal(b, &fixture); err != nil {
-		tb.Fatal(err)
-	}
-	if len(fixture.Items) == 0 {
-		tb.Fatalf("%s holds no Pods", fixturePath)
-	}
+	pods := fixture.Pods(tb)
 	out := &corev1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}, ListMeta: metav1.ListMeta{ResourceVersion: "1000"}}
 	out.Items = make([]corev1.Pod, n)
 	for i := range out.Items {
-		p := fixture.Items[i%len(fixture.Items)].DeepCopy()
+		p := pods[i%len(pods)].DeepCopy()
 		p.Name = fmt.Sprintf("%s-%05d", p.Name, i)
 		p.UID = types.UID(fmt.Sprintf("00000000-0000-4000-8000-%012d", i))
 		out.Items[i] = *p

@@ -1,15 +1,14 @@
 package encstore_test
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/cachetune/cachetune/internal/fixture"
 	"github.com/cachetune/cachetune/pkg/testkit/dataset"
 )
 
@@ -44,18 +43,11 @@ func storedPods(n int, shape dataset.PodShape) []*corev1.Pod {
 // which was read back from a real kube-apiserver.
 func wireManagedFields(tb testing.TB) []metav1.ManagedFieldsEntry {
 	tb.Helper()
-	b, err := os.ReadFile("../../bench/testdata/pods.json")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var list corev1.PodList
-	if err := json.Unmarshal(b, &list); err != nil {
-		tb.Fatal(err)
-	}
-	if len(list.Items) == 0 || len(list.Items[0].ManagedFields) == 0 {
+	first := fixture.Pods(tb)[0]
+	if len(first.ManagedFields) == 0 {
 		tb.Fatal("the fixture's first Pod has no managedFields")
 	}
-	return list.Items[0].ManagedFields
+	return first.ManagedFields
 }
 
 // wirePod returns Pod i as the API server sends it: with kubectl's

@@ -2,8 +2,6 @@ package wire
 
 import (
 	"bytes"
-	"encoding/json"
-	"os"
 	"strconv"
 	"testing"
 
@@ -11,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/cachetune/cachetune/internal/fixture"
 )
 
 // BenchmarkDecodeTakingUnchanged decodes the fixture's Pods (read back from a
@@ -96,20 +96,10 @@ func (c *frozenPrior) Decoded(id Identity, sums FieldSums) {
 // fixturePods are the Pods of bench/testdata/pods.json.
 func fixturePods(tb testing.TB) []*corev1.Pod {
 	tb.Helper()
-	data, err := os.ReadFile("../../bench/testdata/pods.json")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var list corev1.PodList
-	if err := json.Unmarshal(data, &list); err != nil {
-		tb.Fatal(err)
-	}
-	if len(list.Items) == 0 {
-		tb.Fatal("no Pod in the fixture")
-	}
-	out := make([]*corev1.Pod, len(list.Items))
-	for i := range list.Items {
-		out[i] = &list.Items[i]
+	pods := fixture.Pods(tb)
+	out := make([]*corev1.Pod, len(pods))
+	for i := range pods {
+		out[i] = &pods[i]
 	}
 	return out
 }
