@@ -78,11 +78,7 @@ func TestNoInitialEventsEndFallsBackAndIsRemembered(t *testing.T) {
 	ctx := testContext(t, 2*time.Minute)
 	ns := srv.NewNamespace(t)
 	seedPods(t, ctx, ns, 5)
-	proxy, err := faults.Start(srv.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proxy.Close()
+	proxy := startProxy(t)
 	proxy.AddRule(faults.Rule{Match: faults.Match{Resource: "pods", Verb: faults.WatchList}, Fault: faults.DropInitialEventsEnd()})
 
 	runCtx, stop := context.WithCancel(ctx)
@@ -135,11 +131,7 @@ func TestClosedStreamingListIsNotARefusal(t *testing.T) {
 	ctx := testContext(t, 2*time.Minute)
 	ns := srv.NewNamespace(t)
 	seedPods(t, ctx, ns, 10)
-	proxy, err := faults.Start(srv.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proxy.Close()
+	proxy := startProxy(t)
 	// JSON first: the informer reads JSON for good, through client-go's
 	// watch decoder, which takes a cleanly ended body for a closed stream.
 	stopJSON := proxy.AddRule(faults.Rule{Match: faults.Match{Resource: "pods"}, Fault: faults.AnswerJSON()})
@@ -197,11 +189,7 @@ func TestJSONOnlyServer(t *testing.T) {
 	ctx := testContext(t, 2*time.Minute)
 	ns := srv.NewNamespace(t)
 	seedPods(t, ctx, ns, 7)
-	proxy, err := faults.Start(srv.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proxy.Close()
+	proxy := startProxy(t)
 	proxy.AddRule(faults.Rule{Match: faults.Match{Resource: "pods"}, Fault: faults.AnswerJSON()})
 	for _, flavour := range []string{"typed", "metadata"} {
 		for _, mode := range []leanstore.StreamingMode{leanstore.StreamingAuto, leanstore.StreamingOff} {

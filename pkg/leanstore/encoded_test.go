@@ -341,11 +341,7 @@ func testEncodedRelist(t *testing.T, flavour string, streaming leanstore.Streami
 	ctx := testContext(t, 2*time.Minute)
 	ns := srv.NewNamespace(t)
 	seedPods(t, ctx, ns, 20)
-	proxy, err := faults.Start(srv.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proxy.Close()
+	proxy := startProxy(t)
 
 	f, inf := encodedPods(t, proxy.Config(srv.Config), flavour, leanstore.WithNamespace(ns),
 		leanstore.WithStreamingLists(streaming), leanstore.WithPageSize(7), leanstore.WithStripLastApplied())

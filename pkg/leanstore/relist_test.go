@@ -144,11 +144,7 @@ func testRelist(t *testing.T, flavour string, streaming leanstore.StreamingMode)
 	ctx := testContext(t, 2*time.Minute)
 	ns := srv.NewNamespace(t)
 	seedPods(t, ctx, ns, 40)
-	proxy, err := faults.Start(srv.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proxy.Close()
+	proxy := startProxy(t)
 
 	runCtx, stop := context.WithCancel(ctx)
 	f, inf := startLean(t, runCtx, proxy.Config(srv.Config), flavour,
@@ -353,11 +349,7 @@ func TestExportedTransformsKeepClientGoStreaming(t *testing.T) {
 	ctx := testContext(t, time.Minute)
 	ns := srv.NewNamespace(t)
 	seedPods(t, ctx, ns, 10)
-	proxy, err := faults.Start(srv.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proxy.Close()
+	proxy := startProxy(t)
 	for name, tf := range map[string]cache.TransformFunc{
 		"Transform()":                       leanstore.Transform(),
 		"Transform(WithStripLastApplied())": leanstore.Transform(leanstore.WithStripLastApplied()),
@@ -393,11 +385,7 @@ func TestStalledWatchesFallBackToList(t *testing.T) {
 	ctx := testContext(t, 2*time.Minute)
 	ns := srv.NewNamespace(t)
 	seedPods(t, ctx, ns, 5)
-	proxy, err := faults.Start(srv.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proxy.Close()
+	proxy := startProxy(t)
 	runCtx, stop := context.WithCancel(ctx)
 	f, inf := startLean(t, runCtx, proxy.Config(srv.Config), "typed", leanstore.WithNamespace(ns),
 		leanstore.WithStreamingLists(leanstore.StreamingOff), leanstore.WithWatchIdleTimeout(time.Second),
@@ -476,11 +464,7 @@ func TestRelistInsideTheWatch(t *testing.T) {
 			ctx := testContext(t, time.Minute)
 			ns := srv.NewNamespace(t)
 			seedPods(t, ctx, ns, 6)
-			proxy, err := faults.Start(srv.Config)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer proxy.Close()
+			proxy := startProxy(t)
 			runCtx, stop := context.WithCancel(ctx)
 			f := leanstore.NewSharedInformerFactory(kubernetes.NewForConfigOrDie(proxy.Config(srv.Config)), 0,
 				leanstore.WithNamespace(ns), leanstore.WithStreamingLists(mode))
@@ -569,11 +553,7 @@ func TestExpiryHealedWithoutList(t *testing.T) {
 	ctx := testContext(t, time.Minute)
 	ns := srv.NewNamespace(t)
 	seedPods(t, ctx, ns, 4)
-	proxy, err := faults.Start(srv.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proxy.Close()
+	proxy := startProxy(t)
 	// The first watch, right after the list, and the first probe expire; the
 	// expiry's backoff is 6 s, so only a probe can end it sooner.
 	proxy.AddRule(faults.Rule{Match: faults.Match{Resource: "pods", Verb: faults.Watch}, Fault: faults.Gone(), Count: 2})

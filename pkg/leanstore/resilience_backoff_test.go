@@ -89,11 +89,7 @@ func TestResilienceBackoffResetsAfterSuccess(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p, err := faults.Start(srv.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := startProxy(t)
 
 	b := leanstore.Backoff{Initial: 200 * time.Millisecond, Factor: 2, Cap: 1600 * time.Millisecond, Jitter: 0.25, ResetAfter: 2 * time.Minute}
 	var log failureLog

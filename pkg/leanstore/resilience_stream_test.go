@@ -46,11 +46,7 @@ func TestResilienceBrokenStreamAfterStreamingList(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			p, err := faults.Start(srv.Config)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer p.Close()
+			p := startProxy(t)
 
 			b := leanstore.Backoff{Initial: time.Second, Factor: 2, Cap: 4 * time.Second}
 			f := leanstore.NewSharedInformerFactory(kubernetes.NewForConfigOrDie(p.Config(srv.Config)), 0,

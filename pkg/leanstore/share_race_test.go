@@ -241,11 +241,7 @@ func TestSharingClientGoInformersWhileReading(t *testing.T) {
 	ctx := testContext(t, 2*time.Minute)
 	ns := srv.NewNamespace(t)
 	seedPods(t, ctx, ns, 32)
-	proxy, err := faults.Start(srv.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proxy.Close()
+	proxy := startProxy(t)
 	cfg := proxy.Config(srv.Config)
 	typedTF := leanstore.Transform(leanstore.WithSharing(true))
 

@@ -49,11 +49,7 @@ func TestJSONWatchCutAtItsStartIsResumed(t *testing.T) {
 			for i := range 3 {
 				create(fmt.Sprintf("cm-%d", i))
 			}
-			p, err := faults.Start(srv.Config)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer p.Close()
+			p := startProxy(t)
 
 			opts := []leanstore.Option{leanstore.WithNamespace(ns), leanstore.WithStreamingLists(leanstore.StreamingOff),
 				leanstore.WithBackoff(leanstore.Backoff{Initial: 200 * time.Millisecond, Factor: 2, Cap: time.Second}),
