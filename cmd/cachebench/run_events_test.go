@@ -149,3 +149,45 @@ func TestRunEvents(t *testing.T) {
 		t.Errorf("after the run: %v, %d pods left", err, len(pods.Items))
 	}
 }
+
+// TestBenchEventsModes: make bench-events names its modes one by one, in the
+// order it runs them (--mode-order given), so a leanstore mode added later is
+// not in it by a glob: every streaming leanstore mode and every client-go
+// cache it compares with must be listed, once.
+func TestBenchEventsModes(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list string
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "BENCH_EVENTS_MODES ?= "); ok {
+			list = v
+		}
+	}
+	if list == "" {
+		t.Fatal("the Makefile sets no BENCH_EVENTS_MODES")
+	}
+	given, err := bench.SelectAsGiven(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(strings.Split(list, ",")); n != len(given) {
+		t.Errorf("BENCH_EVENTS_MODES names %d modes, %d distinct: each once, by its name", n, len(given))
+	}
+	listed := map[string]bool{}
+	for _, m := range given {
+		listed[m.Name] = true
+	}
+	want := []string{"client-go/typed/stream", "client-go/typed-strip-mf-la/stream", "client-go/metadata/stream", "client-go/metadata-strip-mf/stream"}
+	for _, m := range bench.Modes() {
+		if strings.HasPrefix(m.Name, "leanstore/") && strings.HasSuffix(m.Name, "/stream") {
+			want = append(want, m.Name)
+		}
+	}
+	for _, name := range want {
+		if !listed[name] {
+			t.Errorf("BENCH_EVENTS_MODES leaves out %s", name)
+		}
+	}
+}
