@@ -16,13 +16,11 @@ limitations under the License.
 
 // This file is client-go v0.37.2's processDeltas, processDeltasInBatch,
 // processReplacedAllInfo (tools/cache/controller.go) and the part of
-// reconcileReplacement they use (tools/cache/the_real_fifo.go), with two
-// additions: a store that keeps objects encoded (an upserter) is updated
+// reconcileReplacement they use (tools/cache/the_real_fifo.go), with one
+// addition: a store that keeps objects encoded (an upserter) is updated
 // through Upsert, which reports the object it replaced without decoding it
 // unless a handler is to receive it, and a re-list is applied to it in place
-// (processReplacedAllInPlace) rather than by Replace; and a list into an
-// empty store skips the work that finds what it deletes and replaces
-// (replaceIntoEmpty).
+// (processReplacedAllInPlace) rather than by Replace.
 
 package informer
 
@@ -353,10 +351,6 @@ func processReplacedAllInfo(logger klog.Logger, handler cache.ResourceEventHandl
 	if u, ok := clientState.(upserter); ok {
 		return processReplacedAllInPlace(logger, handler, info, clientState, u, isInInitialList, keyFunc)
 	}
-	known := clientState.ListKeys()
-	if len(known) == 0 {
-		return replaceIntoEmpty(handler, info, clientState, isInInitialList, keyFunc)
-	}
 	var deletions []cache.DeletedFinalStateUnknown
 	type replacement struct {
 		oldObj any
@@ -364,7 +358,7 @@ func processReplacedAllInfo(logger klog.Logger, handler cache.ResourceEventHandl
 	}
 	replacements := make([]replacement, 0, len(info.Objects))
 
-	err := reconcileReplacement(logger, clientState, known, info.Objects, keyFunc,
+	err := reconcileReplacement(logger, clientState, info.Objects, keyFunc,
 		func(obj cache.DeletedFinalStateUnknown) error {
 			deletions = append(deletions, obj)
 			return nil
@@ -402,30 +396,6 @@ func processReplacedAllInfo(logger klog.Logger, handler cache.ResourceEventHandl
 	return nil
 }
 
-// replaceIntoEmpty is processReplacedAllInfo for a store that holds nothing,
-// as at an informer's first list: nothing is deleted and every object is an
-// add, in the list's order, after the store is replaced, as client-go gives
-// them. client-go finds that out with a set of the list's keys and a lookup
-// of each object in the store, a key, a map entry and a replacement record
-// per object: about 150 bytes of garbage per object at the moment the list is
-// handed over, a fifth of what a metadata-only cache that shares equal parts
-// keeps per object, all of it on top of its start-up peak. Keys are still
-// checked first, so that a bad object changes nothing.
-func replaceIntoEmpty(handler cache.ResourceEventHandler, info cache.ReplacedAllInfo, clientState cache.Store, isInInitialList bool, keyFunc cache.KeyFunc) error {
-	for _, obj := range info.Objects {
-		if _, err := keyFunc(obj); err != nil {
-			return cache.KeyError{Obj: obj, Err: err}
-		}
-	}
-	if err := clientState.Replace(info.Objects, info.ResourceVersion); err != nil {
-		return err
-	}
-	for _, obj := range info.Objects {
-		handler.OnAdd(obj, isInInitialList)
-	}
-	return nil
-}
-
 // processReplacedAllInPlace applies a re-list to a store that keeps objects
 // encoded, one object at a time, with the events client-go gives for it and
 // in the same order: a DeletedFinalStateUnknown for each object the list no
@@ -437,7 +407,7 @@ func replaceIntoEmpty(handler cache.ResourceEventHandler, info cache.ReplacedAll
 // objects before them in the list and not yet those after them, as it does
 // in client-go when AtomicFIFO is off.
 func processReplacedAllInPlace(logger klog.Logger, handler cache.ResourceEventHandler, info cache.ReplacedAllInfo, clientState cache.Store, u upserter, isInInitialList bool, keyFunc cache.KeyFunc) error {
-	err := reconcileReplacement(logger, clientState, clientState.ListKeys(), info.Objects, keyFunc,
+	err := reconcileReplacement(logger, clientState, info.Objects, keyFunc,
 		func(obj cache.DeletedFinalStateUnknown) error {
 			if err := clientState.Delete(obj); err != nil {
 				return err
@@ -458,13 +428,12 @@ func processReplacedAllInPlace(logger klog.Logger, handler cache.ResourceEventHa
 
 // reconcileReplacement is client-go's (tools/cache/the_real_fifo.go) without
 // queued items, the only way processReplacedAllInfo calls it: it calls
-// onDelete for the objects of knownObjects (whose keys are knownKeys) that
-// newItems does not have, then onReplace for each of newItems. Keys are
-// checked first, so that a bad object changes nothing.
+// onDelete for the objects of knownObjects that newItems does not have, then
+// onReplace for each of newItems. Keys are checked first, so that a bad
+// object changes nothing.
 func reconcileReplacement(
 	logger klog.Logger,
-	knownObjects cache.KeyGetter,
-	knownKeys []string,
+	knownObjects cache.KeyListerGetter,
 	newItems []any,
 	keyOf func(obj any) (string, error),
 	onDelete func(obj cache.DeletedFinalStateUnknown) error,
@@ -482,6 +451,7 @@ func reconcileReplacement(
 	}
 
 	// Detect deletions for objects present in KnownObjects
+	knownKeys := knownObjects.ListKeys()
 	for _, knownKey := range knownKeys {
 		if newKeys.Has(knownKey) { // still present
 			continue

@@ -68,9 +68,6 @@ var (
 	// unpackYields is the informer's test of its yields to a handler that
 	// has fallen behind while it decodes packed objects (informer_test.go).
 	unpackYields = Command{Pkg: "./internal/informer/", Run: "^TestUnpackYields", Short: true, Timeout: 5 * time.Minute}
-	// replaceIntoEmpty is the informer's tests of a list handed to an empty
-	// store (deltas_test.go).
-	replaceIntoEmpty = Command{Pkg: "./internal/informer/", Run: "^TestReplaceIntoEmpty", Short: true, Timeout: 5 * time.Minute}
 	// wirePackage is the wire decoder's own tests, which need no API server.
 	wirePackage = Command{Pkg: "./internal/wire/", Run: ".", Short: true, Timeout: 5 * time.Minute}
 	// shardReason finds a failed check of either: the line of the test
@@ -620,17 +617,5 @@ var Catalog = []Mutant{
 			Old: "p.guardHandOver(ctx, takenIn, 2*maxForcedPerList)",
 			New: "p.guardHandOver(ctx, takenIn, maxForcedPerList)"}},
 		Cmd: pacerPackage,
-	},
-	// A first list into an empty store has nothing to delete and only adds:
-	// client-go's reconciliation of it is garbage on top of the start-up
-	// peak.
-	{
-		Name:   "first-list-reconciled",
-		Where:  "internal/informer/deltas.go: processReplacedAllInfo",
-		Breaks: "the hand-over of a first list builds a set of its keys and looks each object up in the empty store: three keys and a record per object of garbage at the start-up peak, about a fifth of what a metadata-only cache that shares keeps per object",
-		Edits: []Edit{{File: "internal/informer/deltas.go",
-			Old: "if len(known) == 0 {",
-			New: "if len(known) == -1 {"}},
-		Cmd: replaceIntoEmpty,
 	},
 }
