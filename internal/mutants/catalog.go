@@ -68,6 +68,9 @@ var (
 	// unpackYields is the informer's test of its yields to a handler that
 	// has fallen behind while it decodes packed objects (informer_test.go).
 	unpackYields = Command{Pkg: "./internal/informer/", Run: "^TestUnpackYields", Short: true, Timeout: 5 * time.Minute}
+	// shrinkPackage is the sharing and interning tests, which need no API
+	// server.
+	shrinkPackage = Command{Pkg: "./internal/shrink/", Run: ".", Short: true, Timeout: 5 * time.Minute}
 	// wirePackage is the wire decoder's own tests, which need no API server.
 	wirePackage = Command{Pkg: "./internal/wire/", Run: ".", Short: true, Timeout: 5 * time.Minute}
 	// shardReason finds a failed check of either: the line of the test
@@ -171,6 +174,19 @@ var Catalog = []Mutant{
 			New: ""}},
 		Cmd: harness,
 	},
+	// A share table keeps each struct type's fields and each type's
+	// comparison plan in a small array by the type's identity; a slot
+	// that answers without checking whose it is hands one type's fields
+	// to another whose identity falls on the same slot.
+	{
+		Name:   "type-cache-ignores-type",
+		Where:  "internal/shrink/fields.go: (*typeCache).get",
+		Breaks: "a struct walked with another type's fields: a panic in the informer's goroutine, or strings interned that are unique to an object and parts compared by another type's plan (WithSharing, WithInterning)",
+		Edits: []Edit{{File: "internal/shrink/fields.go",
+			Old: "if s.id != id {",
+			New: "if s.id == 0 {"}},
+		Cmd: shrinkPackage,
+	},
 	// Sharing walks a MODIFIED object beside the version the cache holds and
 	// takes the cached version's part where it is canonical and equal;
 	// trusting the place without comparing keeps the old part.
@@ -247,21 +263,21 @@ var Catalog = []Mutant{
 		Cmd: harness,
 	},
 	// Two edits: a hash of a map's string values that reads their first
-	// four bytes only (a cheaper hash, harmless while lookup compares) and
+	// four bytes only (a cheaper hash, harmless while adoptEqual compares) and
 	// a lookup that trusts the hash (a faster lookup, harmless while the
 	// hash is exact). Each alone changes nothing a user sees; together,
 	// maps that differ in a value share one copy.
 	{
 		Name:   "share-maps-that-differ",
-		Where:  "internal/shrink/sharer.go: (*sharer).mapString; internal/shrink/sharetable.go: (*shareTable).lookup",
+		Where:  "internal/shrink/sharer.go: (*sharer).mapString; internal/shrink/sharetable.go: (*shareTable).adoptEqual",
 		Breaks: "two label maps with the same keys and values alike in their first 4 bytes (app-1, app-2) share one copy: a Pod shows another Pod's labels (WithSharing)",
 		Edits: []Edit{
 			{File: "internal/shrink/sharer.go",
 				Old: "vh := maphash.String(shareSeed, vs)",
 				New: "vh := maphash.String(shareSeed, vs[:min(len(vs), 4)])"},
 			{File: "internal/shrink/sharetable.go",
-				Old: "if equalValues(cand, v) {",
-				New: "if cand.IsValid() {"},
+				Old: "equal := plan.equal(unsafe.Pointer(cand), at)",
+				New: "equal := cand.data != nil"},
 		},
 		Cmd: harness,
 	},

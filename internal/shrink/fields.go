@@ -65,3 +65,25 @@ func fieldsOf(t reflect.Type) []fieldInfo {
 	fieldCache.Store(t, out)
 	return out
 }
+
+// typeCache keeps the last values computed per type for one walker, by the
+// type's identity, in a small direct-mapped array: a struct's fields and a
+// type's comparison plan are asked for at every value of the type, and the
+// process-wide caches they come from (sync.Map, keyed by reflect.Type) cost
+// an interface hash and a trie walk per call, a tenth of sharing a Pod. Not
+// safe for concurrent use: a share table's is used under its lock.
+type typeCache[V any] struct {
+	slots [64]struct {
+		id typeID
+		v  V
+	}
+}
+
+func (c *typeCache[V]) get(t reflect.Type, compute func(reflect.Type) V) V {
+	id := idOf(t)
+	s := &c.slots[(id>>4)%typeID(len(c.slots))]
+	if s.id != id {
+		s.id, s.v = id, compute(t)
+	}
+	return s.v
+}

@@ -101,7 +101,7 @@ func walkObject(t *shareTable, obj, prev any, containers bool) {
 // needs its hash; the others are walked beside prev's. Not under the mutation
 // guard: the field may hold prev's own parts, which the guard does not watch.
 func (s *sharer) topFields(v, prev reflect.Value) {
-	fields := fieldsOf(v.Type())
+	fields := s.fieldsOf(v.Type())
 	for i := range fields {
 		f, pf := v.Field(i), prev.Field(i)
 		switch {
@@ -113,6 +113,14 @@ func (s *sharer) topFields(v, prev reflect.Value) {
 			s.walk(f, pf)
 		}
 	}
+}
+
+// fieldsOf is fieldsOf, from the table's cache when the walk has a table.
+func (s *sharer) fieldsOf(t reflect.Type) []fieldInfo {
+	if s.t == nil {
+		return fieldsOf(t)
+	}
+	return s.t.fields.get(t, fieldsOf)
 }
 
 // hashValue is the content hash of v, read without writing anything and
@@ -238,7 +246,7 @@ func (s *sharer) structValue(v, prev reflect.Value) (uint64, bool) {
 			return mix(math.Float64bits(q.AsApproximateFloat64()), maphash.String(shareSeed, string(q.Format))), false
 		}
 	}
-	fields := fieldsOf(v.Type())
+	fields := s.fieldsOf(v.Type())
 	h, changed := uint64(41), false
 	for i := range fields {
 		f := &fields[i]
@@ -324,11 +332,7 @@ func (s *sharer) adopt(v reflect.Value, h uint64, n int) bool {
 	if !s.containers || !s.write || !v.CanSet() {
 		return false
 	}
-	if c := s.t.lookup(v, h, n); c.IsValid() {
-		v.Set(c)
-		return true
-	}
-	return false
+	return s.t.adoptEqual(v, h, n)
 }
 
 // offer offers v as a canonical value.

@@ -47,6 +47,13 @@ type shareTable struct {
 	objects uint64   // objects walked: the sequence number of the current one
 	inserts int      // entries added since the last sweep
 
+	// cand holds the candidate adoptEqual compares, as memory the
+	// comparison can read (a local would escape to the heap).
+	cand header
+	// fields and plans cache fieldsOf and eqPlanOf for the walks.
+	fields typeCache[[]fieldInfo]
+	plans  typeCache[*eqPlan]
+
 	// guarded is true when the mutation guard watches the shared values:
 	// each canonical value then carries a guardRecord.
 	guarded bool
@@ -58,7 +65,7 @@ type strEntry struct {
 }
 
 type shareKey struct {
-	t reflect.Type
+	t typeID
 	h uint64
 }
 
@@ -67,7 +74,17 @@ type shareKey struct {
 // valid only while its weak pointer still yields that address.
 type revKey struct {
 	p uintptr
-	t reflect.Type
+	t typeID
+}
+
+// typeID is a type's identity as a number: the address of its runtime type
+// descriptor, which the runtime never frees or moves. The table's keys hold
+// it rather than the reflect.Type, an interface, which a map hashes through
+// its dynamic type's hash function.
+type typeID uintptr
+
+func idOf(t reflect.Type) typeID {
+	return typeID((*[2]uintptr)(unsafe.Pointer(&t))[1]) // the interface's data word: *rtype
 }
 
 // canonEntry is one canonical slice, map or pointer.
@@ -226,7 +243,7 @@ func (t *shareTable) canonicalEntry(typ reflect.Type, p unsafe.Pointer) *canonEn
 	if p == nil {
 		return nil
 	}
-	k := revKey{p: uintptr(p), t: typ}
+	k := revKey{p: uintptr(p), t: idOf(typ)}
 	e := t.canonical[k]
 	if e == nil {
 		return nil
@@ -238,11 +255,21 @@ func (t *shareTable) canonicalEntry(typ reflect.Type, p unsafe.Pointer) *canonEn
 	return e
 }
 
-// lookup returns a canonical value equal to v (a slice, map or pointer whose
-// content hash is h), or an invalid Value. Called with t.mu held.
-func (t *shareTable) lookup(v reflect.Value, h uint64, n int) reflect.Value {
-	key := shareKey{t: v.Type(), h: h}
-	for _, e := range t.values[key] {
+// adoptEqual replaces v (an addressable slice of length n, map or pointer
+// whose content hash is h) by an equal canonical value, if the table has one,
+// and reports whether it did. The candidate is compared and stored in place,
+// as the words of its header: building a reflect.Value of it allocated one
+// per part shared, two thirds of what sharing a Pod allocated. Called with
+// t.mu held.
+func (t *shareTable) adoptEqual(v reflect.Value, h uint64, n int) bool {
+	typ := v.Type()
+	entries := t.values[shareKey{t: idOf(typ), h: h}]
+	if len(entries) == 0 {
+		return false
+	}
+	at := v.Addr().UnsafePointer()
+	plan := t.plans.get(typ, eqPlanOf)
+	for _, e := range entries {
 		if e.n != n {
 			continue
 		}
@@ -250,15 +277,46 @@ func (t *shareTable) lookup(v reflect.Value, h uint64, n int) reflect.Value {
 		if q == nil {
 			continue // freed: the next sweep drops it
 		}
-		cand := fromPointer(v.Type(), unsafe.Pointer(q), n)
-		if equalValues(cand, v) {
+		cand := &t.cand
+		cand.set(typ.Kind(), unsafe.Pointer(q), n)
+		equal := plan.equal(unsafe.Pointer(cand), at)
+		if equal {
+			cand.storeAt(typ.Kind(), at)
+		}
+		*cand = header{} // keeps nothing alive
+		if equal {
 			if e.g != nil {
 				e.g.holders++
 			}
-			return cand
+			return true
 		}
 	}
-	return reflect.Value{}
+	return false
+}
+
+// header is the memory of a slice, map or pointer value: a slice's three
+// words, or a map's or pointer's one.
+type header struct {
+	data     unsafe.Pointer
+	len, cap int
+}
+
+func (c *header) set(k reflect.Kind, p unsafe.Pointer, n int) {
+	c.data = p
+	if k == reflect.Slice {
+		c.len, c.cap = n, n
+	}
+}
+
+// storeAt writes c into the memory at p of a value of kind k: three words
+// for a slice, one otherwise (the words after a map or pointer are another
+// field's, or another allocation's).
+func (c *header) storeAt(k reflect.Kind, p unsafe.Pointer) {
+	if k == reflect.Slice {
+		*(*header)(p) = *c
+		return
+	}
+	*(*unsafe.Pointer)(p) = c.data
 }
 
 // offer makes v canonical if its hash was seen before in another value, and
@@ -269,9 +327,10 @@ func (t *shareTable) offer(v reflect.Value, h uint64, n int) *canonEntry {
 		return nil
 	}
 	e := &canonEntry{p: weak.Make((*byte)(p)), t: v.Type(), n: n, h: h}
-	k := shareKey{t: e.t, h: h}
+	id := idOf(e.t)
+	k := shareKey{t: id, h: h}
 	t.values[k] = append(t.values[k], e)
-	t.canonical[revKey{p: uintptr(p), t: e.t}] = e
+	t.canonical[revKey{p: uintptr(p), t: id}] = e
 	t.added()
 	return e
 }
