@@ -39,7 +39,7 @@ NESTED_REQUIRING_ROOT := $(CR_DIR) internal/upstream/samplecontroller
 CR_DIR         := controllerruntime
 ENVTEST_ASSETS := $(CURDIR)/bin/envtest
 
-.PHONY: help test test-short bench bench-scale bench-cr bench-events conformance mutants resilience listcost golden apiserver envtest-assets example example-cr lint tidy-check golangci kube-version-check release-check release-version release-version-check clean
+.PHONY: help test test-short bench bench-scale bench-cr bench-events bench-sync conformance mutants resilience listcost golden apiserver envtest-assets example example-cr lint tidy-check golangci kube-version-check release-check release-version release-version-check clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -93,6 +93,21 @@ bench-events: apiserver ## the steady state: what a watch event costs each mode 
 	@mkdir -p out/events
 	$(GO) run ./cmd/cachebench run --relists 0 --events $(BENCH_EVENTS_RATES) --mode-order given --modes '$(BENCH_EVENTS_MODES)' --out-dir out/events > out/events.txt; \
 		rc=$$?; cat out/events.txt; exit $$rc
+
+# The modes of bench-sync: leanstore's caches that issue 24's sync CPU
+# targets name (the typed defaults, the typed and metadata-only lean caches,
+# both list paths) and client-go's typed and metadata-only caches they are
+# compared with, each in the middle of the leanstore caches of its kind. Each
+# syncs the standard dataset once per round (no re-list); BENCH_SYNC_ROUNDS
+# rounds in turns, every other one in reverse (--rounds), and the summary
+# gives each mode's median and its ratios to client-go's cache of its kind.
+BENCH_SYNC_MODES  ?= leanstore/typed-strip-mf-la/stream,leanstore/typed-lean/stream,client-go/typed/stream,leanstore/typed-lean/list,leanstore/typed-strip-mf-la/list,leanstore/metadata-lean/stream,client-go/metadata/stream,leanstore/metadata-strip-mf-la/stream,leanstore/metadata-lean/list
+BENCH_SYNC_ROUNDS ?= 3
+
+bench-sync: apiserver ## sync CPU in rounds: BENCH_SYNC_MODES synced BENCH_SYNC_ROUNDS times each, in turns; medians, and the ratio to client-go's cache of the same kind per round (about 15 minutes; report in out/sync/, table in out/sync.txt)
+	@mkdir -p out/sync
+	$(GO) run ./cmd/cachebench run --relists 0 --rounds $(BENCH_SYNC_ROUNDS) --mode-order given --modes '$(BENCH_SYNC_MODES)' --out-dir out/sync > out/sync.txt; \
+		rc=$$?; cat out/sync.txt; exit $$rc
 
 listcost: apiserver ## what an initial list of 10,000 Pods costs the server: resourceVersion=0, consistent paged and streaming, watch cache on and off (about 10 minutes; bench/results/initial-list-cost.txt)
 	@mkdir -p out

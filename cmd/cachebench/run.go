@@ -148,6 +148,7 @@ controller-runtime's client deep-copies each unless UnsafeDisableDeepCopy.`, std
 	modeOrder := fs.String("mode-order", "list", "the order the modes run in: list, as --list-modes lists them; given, as --modes names them (each glob's modes in list order), to run the modes a run compares side by side in time")
 	listModes := fs.Bool("list-modes", false, "list the modes and exit")
 	fs.IntVar(&o.Plan.Relists, "relists", o.Plan.Relists, "forced re-lists per mode (with no --churn: that many re-lists without changes)")
+	fs.IntVar(&o.Plan.Rounds, "rounds", 1, "run every mode this many times, each in a process of its own, the modes taking turns (the order reversed every other round); the summary gives each mode's medians and its ratios to client-go's cache of the same kind: on a shared machine, one run of a mode can take twice the CPU of the next")
 	churn := fs.String("churn", "", "fraction of the objects changed before each re-list, comma-separated, one per re-list (default 0,0.1; 0s on a cluster without --seed)")
 	fs.Uint64Var(&o.Plan.ChurnSeed, "churn-seed", o.Plan.ChurnSeed, "seed that picks the objects --churn changes")
 	sizes := fs.String("sizes", "", "scale run: Pod counts to measure at, comma-separated, e.g. 1000,10000 (the dataset grows from one to the next; local server only)")

@@ -40,6 +40,11 @@ type Plan struct {
 	// Events, when set, adds the events phase after the re-lists: the
 	// steady state, with a writer changing objects at fixed rates.
 	Events *EventsPlan `json:"events,omitempty"`
+	// Rounds is how many times every mode runs, each time in a process of
+	// its own, the modes taking turns and their order reversed every other
+	// round, so that what a shared machine does meanwhile falls on every
+	// mode alike; 0 or 1: once. The report gives each mode's median.
+	Rounds int `json:"rounds,omitempty"`
 }
 
 // DefaultPlan is cachebench's standard measurement: two re-lists, the first
@@ -66,6 +71,8 @@ func (p Plan) Validate() error {
 	switch {
 	case p.Relists < 0:
 		return fmt.Errorf("re-lists must not be negative, got %d", p.Relists)
+	case p.Rounds < 0:
+		return fmt.Errorf("rounds must not be negative, got %d", p.Rounds)
 	case p.SampleEvery <= 0 || p.ProbeEvery <= 0:
 		return fmt.Errorf("sample and probe intervals must be positive")
 	case p.Settle < 0 || p.Idle < 0:

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/cachetune/cachetune/pkg/testkit/dataset"
@@ -66,6 +67,14 @@ type Dataset struct {
 	SeedSeconds float64 `json:"seedSeconds,omitempty"`
 }
 
+// Label is the result's mode, with its round in a run of several.
+func (r Result) Label() string {
+	if r.Round > 0 {
+		return fmt.Sprintf("%s #%d", r.Mode, r.Round)
+	}
+	return r.Mode
+}
+
 // Result is the measurement of one mode on one resource, taken in its own
 // process.
 type Result struct {
@@ -75,6 +84,9 @@ type Result struct {
 	// process, comma-separated.
 	Resource  string `json:"resource"`
 	Streaming bool   `json:"streaming"`
+	// Round is the round of the run this result is of, from 1, when the
+	// run had more than one (Plan.Rounds); 0 otherwise.
+	Round int `json:"round,omitempty"`
 	// Started is when the measurement started (wall clock): the windows'
 	// offsets count from it.
 	Started time.Time `json:"started,omitzero"`

@@ -251,8 +251,14 @@ func (o *runner) measureSize(ctx context.Context, s *sizeSweep, size int, fit ro
 		return nil, err
 	}
 	var results []Result
-	for i, j := range s.jobs {
-		pos := fmt.Sprintf("%d/%d", i+1, len(s.jobs))
+	rounds := max(o.Plan.Rounds, 1)
+	for _, turn := range turns(len(s.jobs), rounds) {
+		round, k := turn.round, turn.job
+		j := s.jobs[k]
+		pos := fmt.Sprintf("%d/%d", k+1, len(s.jobs))
+		if rounds > 1 {
+			pos = fmt.Sprintf("%s, round %d of %d", pos, round, rounds)
+		}
 		if s.sized {
 			pos = fmt.Sprintf("%s at %d pods", pos, size)
 		}
@@ -266,7 +272,7 @@ func (o *runner) measureSize(ctx context.Context, s *sizeSweep, size int, fit ro
 		if err != nil {
 			return results, err
 		}
-		res, err := o.runMode(ctx, s.exe, j, s.config, s.srv, s.target, churn, writer, pos, stderr)
+		res, err := o.runMode(ctx, s.exe, j, s.config, s.srv, s.target, churn, writer, pos, roundOf(round, rounds), stderr)
 		if ctx.Err() != nil {
 			return results, ctx.Err()
 		}
@@ -280,6 +286,7 @@ func (o *runner) measureSize(ctx context.Context, s *sizeSweep, size int, fit ro
 			s.failed++
 			res.Error = err.Error()
 		}
+		res.Round = roundOf(round, rounds)
 		s.rep.Results = append(s.rep.Results, res)
 		results = append(results, res)
 		if churn != nil {
@@ -334,14 +341,15 @@ func (o *runner) churner(t target) (*dataset.Churner, error) {
 }
 
 // runMode measures one mode in a child and prints its progress on one line.
-func (o *runner) runMode(ctx context.Context, exe string, j Job, cfg *rest.Config, srv Server, t target, churn *dataset.Churner, writer *dataset.EventWriter, pos string, stderr io.Writer) (Result, error) {
+// round is the round (Result.Round), 0 in a run of one.
+func (o *runner) runMode(ctx context.Context, exe string, j Job, cfg *rest.Config, srv Server, t target, churn *dataset.Churner, writer *dataset.EventWriter, pos string, round int, stderr io.Writer) (Result, error) {
 	m := j.Mode
 	names := make([]string, len(j.Resources))
 	for i, r := range j.Resources {
 		names[i] = r.Resource
 	}
 	what := strings.Join(names, "+")
-	logPath := filepath.Join(o.OutDir, "logs", fileName(m.Name, what, o.Spec.Pods, len(o.Sizes) > 1)+".log")
+	logPath := filepath.Join(o.OutDir, "logs", fileName(m.Name, what, o.Spec.Pods, len(o.Sizes) > 1, round)+".log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return Result{Mode: m.Name, Title: m.Title, Resource: strings.Join(names, ","), Streaming: m.Streaming}, err
@@ -387,7 +395,7 @@ func (o *runner) runMode(ctx context.Context, exe string, j Job, cfg *rest.Confi
 		spec.ServerMetrics = storageReader(t.config, j.Resources)
 	}
 	if o.CPUProfiles != "" {
-		spec.CPUProfile = filepath.Join(o.CPUProfiles, fileName(m.Name, what, o.Spec.Pods, len(o.Sizes) > 1)+".sync.pprof")
+		spec.CPUProfile = filepath.Join(o.CPUProfiles, fileName(m.Name, what, o.Spec.Pods, len(o.Sizes) > 1, round)+".sync.pprof")
 	}
 	res, err := RunChild(ctx, spec, srv)
 	if err != nil {
@@ -435,12 +443,44 @@ func writeEvents(writer *dataset.EventWriter, plan *EventsPlan) func(context.Con
 }
 
 // fileName names a mode's log and profile files.
-func fileName(mode, resources string, pods int, sized bool) string {
+func fileName(mode, resources string, pods int, sized bool, round int) string {
 	name := strings.ReplaceAll(mode, "/", "_") + "." + resources
 	if sized {
 		name += fmt.Sprintf(".%d", pods)
 	}
+	if round > 0 {
+		name += fmt.Sprintf(".round%d", round)
+	}
 	return name
+}
+
+// turn is one job's run in one round (from 1).
+type turn struct{ round, job int }
+
+// turns is the order in which rounds of jobs run: every job once per round,
+// the jobs in order in odd rounds and in reverse in even ones, so that each
+// job's rounds are spread over the run and no job always follows the same one.
+func turns(jobs, rounds int) []turn {
+	var out []turn
+	for round := 1; round <= rounds; round++ {
+		for i := range jobs {
+			k := i
+			if round%2 == 0 {
+				k = jobs - 1 - i
+			}
+			out = append(out, turn{round, k})
+		}
+	}
+	return out
+}
+
+// roundOf is Result.Round of round (from 1) in a run of rounds: 0 when
+// there is one.
+func roundOf(round, rounds int) int {
+	if rounds > 1 {
+		return round
+	}
+	return 0
 }
 
 func progressText(e Event, relists int) string {

@@ -33,7 +33,7 @@ func eventsRows(r bench.Report) [][]string {
 		if ev == nil {
 			continue
 		}
-		prefix := []string{res.Mode}
+		prefix := []string{res.Label()}
 		if multi {
 			prefix = append(prefix, res.Resource)
 		}

@@ -21,7 +21,7 @@ func WriteHTML(w io.Writer, r bench.Report) error {
 	multi := multiResource(r)
 	scale := sized(r)
 	label := func(res bench.Result) string {
-		l := res.Mode
+		l := res.Label()
 		if multi {
 			l += " (" + res.Resource + ")"
 		}
@@ -60,13 +60,13 @@ func WriteHTML(w io.Writer, r bench.Report) error {
 		Started:      r.Started.UTC().Format(time.RFC3339),
 		Duration:     r.Finished.Sub(r.Started).Round(time.Second).String(),
 		Churn:        churnText(r.Plan),
-		Compare:      phaseChart(comparableLines(r), r.Plan),
+		Compare:      phaseChart(comparableLines(firstRound(r)), r.Plan),
 		Charts:       charts,
 	}
 	data.barCharts(r, rowsOf)
-	data.EventsP99, data.EventsP50, data.EventsCPU = eventCharts(r)
+	data.EventsP99, data.EventsP50, data.EventsCPU = eventCharts(firstRound(r))
 	if scale {
-		data.scaleCharts(r)
+		data.scaleCharts(firstRound(r))
 	}
 	data.Failures = failures(r)
 	return reportTemplate.Execute(w, data)
@@ -154,18 +154,18 @@ func failures(r bench.Report) []string {
 	var out []string
 	for _, res := range r.Results {
 		if res.Error != "" {
-			out = append(out, res.Mode+": "+res.Error)
+			out = append(out, res.Label()+": "+res.Error)
 		}
 		if l := res.ReconcileList; l != nil && l.Error != "" {
-			out = append(out, fmt.Sprintf("%s reconcile list: %s", res.Mode, l.Error))
+			out = append(out, fmt.Sprintf("%s reconcile list: %s", res.Label(), l.Error))
 		}
 		for _, rl := range res.Relists {
 			if rl.Error != "" {
-				out = append(out, fmt.Sprintf("%s re-list %d: %s", res.Mode, rl.Index, rl.Error))
+				out = append(out, fmt.Sprintf("%s re-list %d: %s", res.Label(), rl.Index, rl.Error))
 			}
 		}
 		for _, e := range eventFailures(res) {
-			out = append(out, res.Mode+" "+e)
+			out = append(out, res.Label()+" "+e)
 		}
 	}
 	return out

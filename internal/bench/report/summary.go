@@ -13,8 +13,11 @@ const BaselineMode = "client-go/typed/stream"
 
 // Summary states the findings in sentences: for each dataset, its objects; for
 // each resource (and size) measured, the baseline's bytes per object, sync CPU
-// and peak ratios, and each other mode's against it.
+// and peak ratios, and each other mode's against it (of the first round, in a
+// run of several, whose medians follow: roundsSentences).
 func Summary(r bench.Report) []string {
+	rounds := roundsSentences(r)
+	r = firstRound(r)
 	var out []string
 	for _, d := range r.Datasets {
 		line := fmt.Sprintf("Dataset: %d %s", d.Count, d.Resource)
@@ -79,6 +82,7 @@ func Summary(r bench.Report) []string {
 	if line := samplingSentence(r); line != "" {
 		out = append(out, line)
 	}
+	out = append(out, rounds...)
 	return append(out, eventsSentences(r)...)
 }
 

@@ -33,7 +33,7 @@ func tableRows(r bench.Report) [][]string {
 	multi := multiResource(r)
 	var rows [][]string
 	for _, res := range r.Results {
-		row := []string{res.Mode}
+		row := []string{res.Label()}
 		if multi {
 			row = append(row, res.Resource)
 		}
@@ -90,7 +90,7 @@ func relistRows(r bench.Report) [][]string {
 	var rows [][]string
 	for _, res := range r.Results {
 		for _, rl := range res.Relists {
-			row := []string{res.Mode}
+			row := []string{res.Label()}
 			if multi {
 				row = append(row, res.Resource)
 			}
@@ -262,18 +262,18 @@ func WriteTable(out io.Writer, r bench.Report) error {
 	}
 	for _, res := range r.Results {
 		if res.Error != "" {
-			_, _ = fmt.Fprintf(w, "\n%s failed: %s\n", res.Mode, res.Error)
+			_, _ = fmt.Fprintf(w, "\n%s failed: %s\n", res.Label(), res.Error)
 		}
 		if l := res.ReconcileList; l != nil && l.Error != "" {
-			_, _ = fmt.Fprintf(w, "\n%s reconcile list failed: %s\n", res.Mode, l.Error)
+			_, _ = fmt.Fprintf(w, "\n%s reconcile list failed: %s\n", res.Label(), l.Error)
 		}
 		for _, rl := range res.Relists {
 			if rl.Error != "" {
-				_, _ = fmt.Fprintf(w, "\n%s re-list %d failed: %s\n", res.Mode, rl.Index, rl.Error)
+				_, _ = fmt.Fprintf(w, "\n%s re-list %d failed: %s\n", res.Label(), rl.Index, rl.Error)
 			}
 		}
 		for _, e := range eventFailures(res) {
-			_, _ = fmt.Fprintf(w, "\n%s failed: %s\n", res.Mode, e)
+			_, _ = fmt.Fprintf(w, "\n%s failed: %s\n", res.Label(), e)
 		}
 	}
 	for _, note := range r.Skipped {

@@ -1,0 +1,129 @@
+package report
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/cachetune/cachetune/internal/bench"
+)
+
+// firstRound is r with the results of its first round only: what the
+// sentences and charts that show one result per mode read. A run of one
+// round is returned whole.
+func firstRound(r bench.Report) bench.Report {
+	if r.Plan.Rounds <= 1 {
+		return r
+	}
+	r.Results = slices.DeleteFunc(slices.Clone(r.Results), func(res bench.Result) bool { return res.Round > 1 })
+	return r
+}
+
+// roundsSentences sum up a run of several rounds (Plan.Rounds): for each
+// mode and resource, the median over the rounds of its sync CPU per object,
+// initial-sync peak and forced collections, each round's beside it, and the
+// median's ratio to the median of client-go's cache of the same kind
+// (kindBaseline), with the ratio of each round, in which the two ran minutes
+// apart. A round in which a mode failed is left out of its figures.
+func roundsSentences(r bench.Report) []string {
+	if r.Plan.Rounds <= 1 {
+		return nil
+	}
+	type key struct{ mode, resource string }
+	var order []key
+	by := map[key][]bench.Result{}
+	for _, res := range r.Results {
+		if res.Error != "" || res.Objects == 0 {
+			continue
+		}
+		k := key{res.Mode, res.Resource}
+		if _, ok := by[k]; !ok {
+			order = append(order, k)
+		}
+		by[k] = append(by[k], res)
+	}
+	if len(order) == 0 {
+		return nil
+	}
+	cpu := func(res bench.Result) float64 { return res.InitialSync.CPUSeconds * 1e6 / float64(res.Objects) }
+	out := []string{fmt.Sprintf("Rounds: %d, every mode once per round, the order reversed every other round. Sync CPU in µs per object, initial-sync peak over the live heap and the collections leanstore forced: the median of the rounds, then each round's in order; the ratio is of the medians, against client-go's cache of the same kind, then of each round's pair.", r.Plan.Rounds)}
+	for _, k := range order {
+		rs := by[k]
+		line := k.mode
+		if multiResource(r) {
+			line += " (" + k.resource + ")"
+		}
+		line += fmt.Sprintf(": CPU %s µs (%s)", fmtMedian(rs, cpu, "%.0f"), joinEach(rs, cpu, "%.0f"))
+		if base := kindBaseline(k.mode); base != "" && base != k.mode {
+			if bs := by[key{base, k.resource}]; len(bs) > 0 {
+				line += fmt.Sprintf(", %.2fx %s's %s", ratioOf(median(rs, cpu), median(bs, cpu)), base, fmtMedian(bs, cpu, "%.0f"))
+				if pairs := pairedRatios(rs, bs, cpu); pairs != "" {
+					line += " (" + pairs + ")"
+				}
+			}
+		}
+		peak := func(res bench.Result) float64 { return res.InitialSync.PeakRatio }
+		line += fmt.Sprintf("; peak %s (%s)", fmtMedian(rs, peak, "%.2f"), joinEach(rs, peak, "%.2f"))
+		forced := func(res bench.Result) float64 { return float64(res.InitialSync.ForcedGCs) }
+		if slices.ContainsFunc(rs, func(res bench.Result) bool { return res.InitialSync.ForcedGCs > 0 }) {
+			line += fmt.Sprintf("; forced %s (%s)", fmtMedian(rs, forced, "%.0f"), joinEach(rs, forced, "%.0f"))
+		}
+		out = append(out, line+".")
+	}
+	return out
+}
+
+// kindBaseline is the client-go mode a mode's CPU is compared with: client-go's
+// cache of the same kind (typed, dynamic or metadata-only, the word before
+// the first dash of the mode's second part), streaming.
+func kindBaseline(mode string) string {
+	_, rest := libraryOf(mode)
+	kind, _, _ := strings.Cut(rest, "/")
+	kind, _, _ = strings.Cut(kind, "-")
+	if kind == "" {
+		return ""
+	}
+	return "client-go/" + kind + "/stream"
+}
+
+func median(rs []bench.Result, f func(bench.Result) float64) float64 {
+	vs := make([]float64, len(rs))
+	for i, res := range rs {
+		vs[i] = f(res)
+	}
+	slices.Sort(vs)
+	n := len(vs)
+	if n == 0 {
+		return 0
+	}
+	if n%2 == 1 {
+		return vs[n/2]
+	}
+	return (vs[n/2-1] + vs[n/2]) / 2
+}
+
+func fmtMedian(rs []bench.Result, f func(bench.Result) float64, format string) string {
+	return fmt.Sprintf(format, median(rs, f))
+}
+
+func joinEach(rs []bench.Result, f func(bench.Result) float64, format string) string {
+	parts := make([]string, len(rs))
+	for i, res := range rs {
+		parts[i] = fmt.Sprintf(format, f(res))
+	}
+	return strings.Join(parts, " ")
+}
+
+// pairedRatios is the ratio of each round's figure to the baseline's in the
+// same round, for the rounds both ran in.
+func pairedRatios(rs, bs []bench.Result, f func(bench.Result) float64) string {
+	var parts []string
+	for _, res := range rs {
+		i := slices.IndexFunc(bs, func(b bench.Result) bool { return b.Round == res.Round })
+		if i < 0 || f(bs[i]) == 0 {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%.2f", f(res)/f(bs[i])))
+	}
+	return strings.Join(parts, " ")
+}
