@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/cachetune/cachetune/internal/bench"
+	"github.com/cachetune/cachetune/internal/bench/report"
 	"github.com/cachetune/cachetune/internal/leakcheck"
 	"github.com/cachetune/cachetune/pkg/testkit/apiserver"
 )
@@ -188,6 +189,41 @@ func TestBenchEventsModes(t *testing.T) {
 	for _, name := range want {
 		if !listed[name] {
 			t.Errorf("BENCH_EVENTS_MODES leaves out %s", name)
+		}
+	}
+}
+
+// TestBenchSyncModes checks make bench-sync's list of modes: each a mode,
+// named once, and with client-go's cache of its kind among them, which the
+// summary's ratios need.
+func TestBenchSyncModes(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list string
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "BENCH_SYNC_MODES  ?= "); ok {
+			list = v
+		}
+	}
+	if list == "" {
+		t.Fatal("the Makefile sets no BENCH_SYNC_MODES")
+	}
+	given, err := bench.SelectAsGiven(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(strings.Split(list, ",")); n != len(given) {
+		t.Errorf("BENCH_SYNC_MODES names %d modes, %d distinct: each once, by its name", n, len(given))
+	}
+	listed := map[string]bool{}
+	for _, m := range given {
+		listed[m.Name] = true
+	}
+	for _, m := range given {
+		if base := report.KindBaseline(m.Name); !listed[base] {
+			t.Errorf("BENCH_SYNC_MODES has %s without %s, which its ratios are to", m.Name, base)
 		}
 	}
 }

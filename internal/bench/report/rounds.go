@@ -23,7 +23,7 @@ func firstRound(r bench.Report) bench.Report {
 // mode and resource, the median over the rounds of its sync CPU per object,
 // initial-sync peak and forced collections, each round's beside it, and the
 // median's ratio to the median of client-go's cache of the same kind
-// (kindBaseline), with the ratio of each round, in which the two ran minutes
+// (KindBaseline), with the ratio of each round, in which the two ran minutes
 // apart. A round in which a mode failed is left out of its figures.
 func roundsSentences(r bench.Report) []string {
 	if r.Plan.Rounds <= 1 {
@@ -54,7 +54,7 @@ func roundsSentences(r bench.Report) []string {
 			line += " (" + k.resource + ")"
 		}
 		line += fmt.Sprintf(": CPU %s µs (%s)", fmtMedian(rs, cpu, "%.0f"), joinEach(rs, cpu, "%.0f"))
-		if base := kindBaseline(k.mode); base != "" && base != k.mode {
+		if base := KindBaseline(k.mode); base != "" && base != k.mode {
 			if bs := by[key{base, k.resource}]; len(bs) > 0 {
 				line += fmt.Sprintf(", %.2fx %s's %s", ratioOf(median(rs, cpu), median(bs, cpu)), base, fmtMedian(bs, cpu, "%.0f"))
 				if pairs := pairedRatios(rs, bs, cpu); pairs != "" {
@@ -73,10 +73,10 @@ func roundsSentences(r bench.Report) []string {
 	return out
 }
 
-// kindBaseline is the client-go mode a mode's CPU is compared with: client-go's
+// KindBaseline is the client-go mode a mode's CPU is compared with: client-go's
 // cache of the same kind (typed, dynamic or metadata-only, the word before
 // the first dash of the mode's second part), streaming.
-func kindBaseline(mode string) string {
+func KindBaseline(mode string) string {
 	_, rest := libraryOf(mode)
 	kind, _, _ := strings.Cut(rest, "/")
 	kind, _, _ = strings.Cut(kind, "-")

@@ -70,8 +70,8 @@ func TestKindBaseline(t *testing.T) {
 		"leanstore/metadata-strip-mf-la/stream": "client-go/metadata/stream",
 		"client-go/dynamic-strip-mf/list":       "client-go/dynamic/stream",
 	} {
-		if got := kindBaseline(mode); got != want {
-			t.Errorf("kindBaseline(%s) = %s, want %s", mode, got, want)
+		if got := KindBaseline(mode); got != want {
+			t.Errorf("KindBaseline(%s) = %s, want %s", mode, got, want)
 		}
 	}
 }
