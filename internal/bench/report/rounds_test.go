@@ -52,6 +52,9 @@ func TestRoundsSentencesGiveMediansAndPairedRatios(t *testing.T) {
 			t.Errorf("the summary lacks %q; it is:\n%s", want, strings.Join(got, "\n"))
 		}
 	}
+	if !slices.Contains(got, "Round 1 of 3 (the medians of all rounds follow):") {
+		t.Errorf("the summary does not say its per-mode sentences are of the first round:\n%s", strings.Join(got, "\n"))
+	}
 	n := 0
 	for _, line := range got {
 		if strings.HasPrefix(line, "leanstore/typed-lean/stream: 1.0 KB per object") {

@@ -35,6 +35,9 @@ func Summary(r bench.Report) []string {
 		}
 		out = append(out, line+".")
 	}
+	if len(rounds) > 0 {
+		out = append(out, fmt.Sprintf("Round 1 of %d (the medians of all rounds follow):", r.Plan.Rounds))
+	}
 	for _, g := range groups(r) {
 		var base *bench.Result
 		for i := range g {
