@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/pprof/profile"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -259,6 +260,33 @@ func TestRunClusterErrors(t *testing.T) {
 	}
 }
 
+// allocatedSpace returns the bytes allocated in the allocation profile at
+// path (alloc_space).
+func allocatedSpace(t *testing.T, path string) int64 {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Errorf("no allocation profile: %v", err)
+		return 0
+	}
+	defer f.Close()
+	p, err := profile.Parse(f)
+	if err != nil {
+		t.Errorf("%s: %v", path, err)
+		return 0
+	}
+	var total int64
+	for i, st := range p.SampleType {
+		if st.Type != "alloc_space" {
+			continue
+		}
+		for _, s := range p.Sample {
+			total += s.Value[i]
+		}
+	}
+	return total
+}
+
 // TestRunEndToEnd runs `cachebench run` against the local server with a
 // seeded namespace of its own, 300 Pods and two modes: one streaming, one
 // LIST. Its children are this test binary.
@@ -269,10 +297,11 @@ func TestRunEndToEnd(t *testing.T) {
 	leakcheck.Check(t)
 	out := t.TempDir()
 	jsonPath, htmlPath := filepath.Join(out, "cachebench.json"), filepath.Join(out, "cachebench.html")
-	profiles := filepath.Join(out, "profiles")
+	profiles, allocs := filepath.Join(out, "profiles"), filepath.Join(out, "allocs")
 	code, stdout, stderr := cachebench(t, "run",
 		"--kubeconfig", kubeconfigFor(t, apiserver.AdminUser, ""), "--seed", "--pods", "300", "--server-pid", fmt.Sprint(srv.PID),
 		"--modes", "client-go/typed/stream,client-go/metadata/list,leanstore/typed-lean/list", "--cpu-profiles", profiles,
+		"--alloc-profiles", allocs,
 		"--idle", "500ms", "--settle", "500ms", "--out-dir", out)
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
@@ -352,6 +381,10 @@ func TestRunEndToEnd(t *testing.T) {
 		}
 		if _, err := os.Stat(filepath.Join(profiles, strings.ReplaceAll(res.Mode, "/", "_")+".pods.sync.pprof")); err != nil {
 			t.Errorf("%s: no CPU profile of the sync: %v", res.Mode, err)
+		}
+		// The list alone brings ~23 KB of JSON or ~18 KB of protobuf per Pod.
+		if got := allocatedSpace(t, filepath.Join(allocs, strings.ReplaceAll(res.Mode, "/", "_")+".pods.sync.allocs.pprof")); got < 300*10_000 {
+			t.Errorf("%s: the allocation profile of the sync holds %d bytes, want at least 10 KB per Pod", res.Mode, got)
 		}
 		if len(res.Relists) != 2 {
 			t.Errorf("%s: %d re-lists, want 2", res.Mode, len(res.Relists))

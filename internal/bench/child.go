@@ -60,6 +60,9 @@ type ChildSpec struct {
 	ServerMetrics func(ctx context.Context) (StorageCounts, error)
 	// CPUProfile, when set, is a file for a CPU profile of the child's sync.
 	CPUProfile string
+	// AllocProfile, when set, is a file for an allocation profile of the
+	// child's sync.
+	AllocProfile string
 	// Events, when set, receives the child's progress.
 	Events func(Event)
 }
@@ -179,6 +182,7 @@ func RunChild(ctx context.Context, spec ChildSpec, srv Server) (Result, error) {
 
 	err = send(parentLine{Start: &startLine{
 		Mode: spec.Mode.Name, Resources: spec.Resources, Config: cc, Plan: spec.Plan, CPUProfile: spec.CPUProfile,
+		AllocProfile: spec.AllocProfile,
 	}})
 	var result *Result
 	var childErr string

@@ -30,6 +30,9 @@ type startLine struct {
 	Plan      Plan          `json:"plan"`
 	// CPUProfile is a file for a CPU profile of the sync ("" for none).
 	CPUProfile string `json:"cpuProfile,omitempty"`
+	// AllocProfile is a file for an allocation profile of the sync ("" for
+	// none).
+	AllocProfile string `json:"allocProfile,omitempty"`
 }
 
 // parentLine is any line the parent writes.
@@ -171,14 +174,15 @@ func serveStart(ctx context.Context, st startLine, dec *json.Decoder, write func
 		}
 	}
 	res, err := Measure(ctx, MeasureSpec{
-		Mode:       mode,
-		Config:     st.Config.restConfig(),
-		Resources:  st.Resources,
-		Plan:       st.Plan,
-		Relist:     relist,
-		Write:      writeEvents,
-		CPUProfile: st.CPUProfile,
-		Events:     func(e Event) { _ = write(childLine{Event: &e}) },
+		Mode:         mode,
+		Config:       st.Config.restConfig(),
+		Resources:    st.Resources,
+		Plan:         st.Plan,
+		Relist:       relist,
+		Write:        writeEvents,
+		CPUProfile:   st.CPUProfile,
+		AllocProfile: st.AllocProfile,
+		Events:       func(e Event) { _ = write(childLine{Event: &e}) },
 	})
 	if err != nil {
 		return err

@@ -57,6 +57,9 @@ type RunOptions struct {
 	// CPUProfiles, when set, is a directory for a CPU profile of each mode's
 	// initial sync.
 	CPUProfiles string
+	// AllocProfiles, when set, is a directory for an allocation profile of
+	// each mode's initial sync.
+	AllocProfiles string
 	// GOGC and GOMEMLIMIT are set in the children's environment when not "".
 	GOGC, GOMEMLIMIT string
 	// OutDir receives the children's logs (OutDir/logs).
@@ -122,8 +125,11 @@ func (o *runner) run(ctx context.Context, stderr io.Writer) (err error) {
 	if err := os.MkdirAll(filepath.Join(o.OutDir, "logs"), 0o755); err != nil {
 		return err
 	}
-	if o.CPUProfiles != "" {
-		if err := os.MkdirAll(o.CPUProfiles, 0o755); err != nil {
+	for _, dir := range []string{o.CPUProfiles, o.AllocProfiles} {
+		if dir == "" {
+			continue
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
 	}
@@ -396,6 +402,9 @@ func (o *runner) runMode(ctx context.Context, exe string, j Job, cfg *rest.Confi
 	}
 	if o.CPUProfiles != "" {
 		spec.CPUProfile = filepath.Join(o.CPUProfiles, fileName(m.Name, what, o.Spec.Pods, len(o.Sizes) > 1, round)+".sync.pprof")
+	}
+	if o.AllocProfiles != "" {
+		spec.AllocProfile = filepath.Join(o.AllocProfiles, fileName(m.Name, what, o.Spec.Pods, len(o.Sizes) > 1, round)+".sync.allocs.pprof")
 	}
 	res, err := RunChild(ctx, spec, srv)
 	if err != nil {
