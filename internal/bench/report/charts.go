@@ -300,22 +300,32 @@ type scaleSeries struct {
 	values []float64
 }
 
-// scaleLines returns, for each mode (and resource) measured at two sizes or
-// more, its figure f at each size, in the order the modes first appear.
-func scaleLines(r bench.Report, f func(bench.Result) float64) []scaleSeries {
-	type key struct{ mode, resource string }
-	var order []key
-	by := map[key][]bench.Result{}
+// modeKey is a mode and the resource it cached.
+type modeKey struct{ mode, resource string }
+
+// resultsByMode groups the results that cached objects by mode and resource
+// (the sizes of a scale run, the rounds of a run of rounds), in the order the
+// modes first appear.
+func resultsByMode(r bench.Report) ([]modeKey, map[modeKey][]bench.Result) {
+	var order []modeKey
+	by := map[modeKey][]bench.Result{}
 	for _, res := range r.Results {
 		if res.Error != "" || res.Objects == 0 {
 			continue
 		}
-		k := key{res.Mode, res.Resource}
+		k := modeKey{res.Mode, res.Resource}
 		if _, ok := by[k]; !ok {
 			order = append(order, k)
 		}
 		by[k] = append(by[k], res)
 	}
+	return order, by
+}
+
+// scaleLines returns, for each mode (and resource) measured at two sizes or
+// more, its figure f at each size, in the order the modes first appear.
+func scaleLines(r bench.Report, f func(bench.Result) float64) []scaleSeries {
+	order, by := resultsByMode(r)
 	var out []scaleSeries
 	shade := map[string]int{}
 	for _, k := range order {

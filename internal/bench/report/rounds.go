@@ -29,19 +29,7 @@ func roundsSentences(r bench.Report) []string {
 	if r.Plan.Rounds <= 1 {
 		return nil
 	}
-	type key struct{ mode, resource string }
-	var order []key
-	by := map[key][]bench.Result{}
-	for _, res := range r.Results {
-		if res.Error != "" || res.Objects == 0 {
-			continue
-		}
-		k := key{res.Mode, res.Resource}
-		if _, ok := by[k]; !ok {
-			order = append(order, k)
-		}
-		by[k] = append(by[k], res)
-	}
+	order, by := resultsByMode(r)
 	if len(order) == 0 {
 		return nil
 	}
@@ -55,7 +43,7 @@ func roundsSentences(r bench.Report) []string {
 		}
 		line += fmt.Sprintf(": CPU %s µs (%s)", fmtMedian(rs, cpu, "%.0f"), joinEach(rs, cpu, "%.0f"))
 		if base := KindBaseline(k.mode); base != "" && base != k.mode {
-			if bs := by[key{base, k.resource}]; len(bs) > 0 {
+			if bs := by[modeKey{base, k.resource}]; len(bs) > 0 {
 				line += fmt.Sprintf(", %.2fx %s's %s", ratioOf(median(rs, cpu), median(bs, cpu)), base, fmtMedian(bs, cpu, "%.0f"))
 				if pairs := pairedRatios(rs, bs, cpu); pairs != "" {
 					line += " (" + pairs + ")"
