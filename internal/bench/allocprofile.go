@@ -109,5 +109,7 @@ func diffProfiles(base, end []byte) (*profile.Profile, error) {
 	return d, nil
 }
 
-// profileWriting matches the frames of writing a profile.
-var profileWriting = regexp.MustCompile(`^runtime/pprof\.`)
+// profileWriting matches the frame of writing a profile, and no other of
+// runtime/pprof's: leanstore's informers run under pprof.Do, whose frame is
+// in the stack of everything they allocate.
+var profileWriting = regexp.MustCompile(`^runtime/pprof\.\(\*Profile\)\.WriteTo$`)
