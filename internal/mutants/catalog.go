@@ -277,7 +277,7 @@ var Catalog = []Mutant{
 				New: "vh := maphash.String(shareSeed, vs[:min(len(vs), 4)])"},
 			{File: "internal/shrink/sharetable.go",
 				Old: "equal := plan.equal(unsafe.Pointer(cand), at)",
-				New: "equal := cand.data != nil"},
+				New: "equal := cand.data != nil; _ = plan"},
 		},
 		Cmd: harness,
 	},
