@@ -44,8 +44,9 @@ ENVTEST_ASSETS := $(CURDIR)/bin/envtest
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
-test: apiserver envtest-assets ## unit and integration tests on a real kube-apiserver, with -race; then the controller-runtime module's on envtest
+test: apiserver envtest-assets ## unit and integration tests on a real kube-apiserver, with -race; then the controller-runtime module's on envtest; every planted defect of internal/mutants still plants and builds
 	$(GO) test $(TESTFLAGS) ./...
+	$(GO) run ./internal/mutants/cmd/mutants -check
 	cd internal/upstream/samplecontroller && $(GO) test $(TESTFLAGS) ./...
 	cd $(CR_DIR) && KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) $(GO) test $(TESTFLAGS) ./...
 

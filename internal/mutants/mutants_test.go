@@ -201,7 +201,7 @@ func TestClassify(t *testing.T) {
 // Every mutant of the catalog applies to the current code: each snippet is
 // there exactly once, each mutant has a command, and names are unique. A
 // mutant that does not compile is caught by `make mutants` (a suite error)
-// and by go run ./internal/mutants/cmd/mutants -check.
+// and by go run ./internal/mutants/cmd/mutants -check, which make test runs.
 func TestCatalogApplies(t *testing.T) {
 	root := moduleRoot(t)
 	names := map[string]bool{}
