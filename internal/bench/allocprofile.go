@@ -104,7 +104,7 @@ func diffProfiles(base, end []byte) (*profile.Profile, error) {
 		return nil, fmt.Errorf("diff the allocation profiles: %w", err)
 	}
 	// Writing the first profile allocated in the window (a compressor and
-	// the profile's tables, about 2 MB): not the measured work's.
+	// the profile's tables): not the measured work's.
 	d.FilterSamplesByName(nil, profileWriting, nil, nil)
 	return d, nil
 }

@@ -259,11 +259,11 @@ func (o *runner) measureSize(ctx context.Context, s *sizeSweep, size int, fit ro
 	var results []Result
 	rounds := max(o.Plan.Rounds, 1)
 	for _, turn := range turns(len(s.jobs), rounds) {
-		round, k := turn.round, turn.job
+		round, k := roundOf(turn.round, rounds), turn.job
 		j := s.jobs[k]
 		pos := fmt.Sprintf("%d/%d", k+1, len(s.jobs))
 		if rounds > 1 {
-			pos = fmt.Sprintf("%s, round %d of %d", pos, round, rounds)
+			pos = fmt.Sprintf("%s, round %d of %d", pos, turn.round, rounds)
 		}
 		if s.sized {
 			pos = fmt.Sprintf("%s at %d pods", pos, size)
@@ -278,7 +278,7 @@ func (o *runner) measureSize(ctx context.Context, s *sizeSweep, size int, fit ro
 		if err != nil {
 			return results, err
 		}
-		res, err := o.runMode(ctx, s.exe, j, s.config, s.srv, s.target, churn, writer, pos, roundOf(round, rounds), stderr)
+		res, err := o.runMode(ctx, s.exe, j, s.config, s.srv, s.target, churn, writer, pos, round, stderr)
 		if ctx.Err() != nil {
 			return results, ctx.Err()
 		}
@@ -292,7 +292,7 @@ func (o *runner) measureSize(ctx context.Context, s *sizeSweep, size int, fit ro
 			s.failed++
 			res.Error = err.Error()
 		}
-		res.Round = roundOf(round, rounds)
+		res.Round = round
 		s.rep.Results = append(s.rep.Results, res)
 		results = append(results, res)
 		if churn != nil {
@@ -355,7 +355,8 @@ func (o *runner) runMode(ctx context.Context, exe string, j Job, cfg *rest.Confi
 		names[i] = r.Resource
 	}
 	what := strings.Join(names, "+")
-	logPath := filepath.Join(o.OutDir, "logs", fileName(m.Name, what, o.Spec.Pods, len(o.Sizes) > 1, round)+".log")
+	base := fileName(m.Name, what, o.Spec.Pods, len(o.Sizes) > 1, round)
+	logPath := filepath.Join(o.OutDir, "logs", base+".log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return Result{Mode: m.Name, Title: m.Title, Resource: strings.Join(names, ","), Streaming: m.Streaming}, err
@@ -401,10 +402,10 @@ func (o *runner) runMode(ctx context.Context, exe string, j Job, cfg *rest.Confi
 		spec.ServerMetrics = storageReader(t.config, j.Resources)
 	}
 	if o.CPUProfiles != "" {
-		spec.CPUProfile = filepath.Join(o.CPUProfiles, fileName(m.Name, what, o.Spec.Pods, len(o.Sizes) > 1, round)+".sync.pprof")
+		spec.CPUProfile = filepath.Join(o.CPUProfiles, base+".sync.pprof")
 	}
 	if o.AllocProfiles != "" {
-		spec.AllocProfile = filepath.Join(o.AllocProfiles, fileName(m.Name, what, o.Spec.Pods, len(o.Sizes) > 1, round)+".sync.allocs.pprof")
+		spec.AllocProfile = filepath.Join(o.AllocProfiles, base+".sync.allocs.pprof")
 	}
 	res, err := RunChild(ctx, spec, srv)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/cachetune/cachetune/internal/bench"
 )
@@ -33,7 +34,9 @@ func roundsSentences(r bench.Report) []string {
 	if len(order) == 0 {
 		return nil
 	}
-	cpu := func(res bench.Result) float64 { return res.InitialSync.CPUSeconds * 1e6 / float64(res.Objects) }
+	cpu := func(res bench.Result) float64 { return float64(res.SyncCPUPerObject()) / float64(time.Microsecond) }
+	peak := func(res bench.Result) float64 { return res.InitialSync.PeakRatio }
+	forced := func(res bench.Result) float64 { return float64(res.InitialSync.ForcedGCs) }
 	out := []string{fmt.Sprintf("Rounds: %d, every mode once per round, the order reversed every other round. Sync CPU in µs per object, initial-sync peak over the live heap and the collections leanstore forced: the median of the rounds, then each round's in order; the ratio is of the medians, against client-go's cache of the same kind, then of each round's pair.", r.Plan.Rounds)}
 	for _, k := range order {
 		rs := by[k]
@@ -50,9 +53,7 @@ func roundsSentences(r bench.Report) []string {
 				}
 			}
 		}
-		peak := func(res bench.Result) float64 { return res.InitialSync.PeakRatio }
 		line += fmt.Sprintf("; peak %s (%s)", fmtMedian(rs, peak, "%.2f"), joinEach(rs, peak, "%.2f"))
-		forced := func(res bench.Result) float64 { return float64(res.InitialSync.ForcedGCs) }
 		if slices.ContainsFunc(rs, func(res bench.Result) bool { return res.InitialSync.ForcedGCs > 0 }) {
 			line += fmt.Sprintf("; forced %s (%s)", fmtMedian(rs, forced, "%.0f"), joinEach(rs, forced, "%.0f"))
 		}
