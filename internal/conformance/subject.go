@@ -93,6 +93,7 @@ func DefaultFlavors() []Flavor {
 		{Library: "leanstore", Kind: "typed", Streaming: "off", Sharing: true, SlowIndex: true},
 		{Library: "leanstore", Kind: "dynamic", Streaming: "auto"},
 		{Library: "leanstore", Kind: "dynamic", Streaming: "off", SlowIndex: true},
+		{Library: "leanstore", Kind: "dynamic", Streaming: "auto", Sharing: true},
 		{Library: "leanstore", Kind: "metadata", Streaming: "auto", SlowIndex: true},
 		{Library: "leanstore", Kind: "metadata", Streaming: "off", Sharing: true},
 		{Library: "leanstore", Kind: "typed", Streaming: "auto", Encoded: true},

@@ -187,6 +187,40 @@ var Catalog = []Mutant{
 			New: "if s.id == 0 {"}},
 		Cmd: shrinkPackage,
 	},
+	// A map's walk keeps the entries it stores again in the share table's
+	// scratch, past where it found it; a walk that stores them and leaves
+	// them there hands them to the map it is nested in.
+	{
+		Name:   "share-map-writes-leak",
+		Where:  "internal/shrink/sharer.go: (*sharer).mapValue",
+		Breaks: "an unstructured object's nested map's interned entries are stored again in the map that holds it: the object gains keys it does not have (WithSharing on dynamic informers)",
+		Edits: []Edit{{File: "internal/shrink/sharer.go",
+			Old: "\t\ts.dropWrites(base)\n\t}\n\tif !top {",
+			New: "\t}\n\tif !top {"}},
+		Cmd: shrinkPackage,
+	},
+	// The scratch is cleared when its entries are dropped: a table would
+	// otherwise hold the parts of the last objects walked.
+	{
+		Name:   "share-scratch-kept",
+		Where:  "internal/shrink/sharer.go: (*sharer).dropWrites",
+		Breaks: "the share table keeps the values and strings of the maps it walked last alive until a later walk overwrites them",
+		Edits: []Edit{{File: "internal/shrink/sharer.go",
+			Old: "\tclear(t.writes[base:])\n",
+			New: ""}},
+		Cmd: shrinkPackage,
+	},
+	// The handed set makes its map at a first list's size; growing it one
+	// key at a time is the garbage it used to add to the start-up peak.
+	{
+		Name:   "handed-grows-per-key",
+		Where:  "internal/reflector/handed.go: (*Handed).Replace",
+		Breaks: "a first list grows the handed set's map one key at a time: twice the allocations, garbage the start-up peak holds",
+		Edits: []Edit{{File: "internal/reflector/handed.go",
+			Old: "if n := len(items); n > v.sized && n > len(v.byHash) {",
+			New: "if n := len(items); false && n > v.sized && n > len(v.byHash) {"}},
+		Cmd: handedPackage,
+	},
 	// Sharing walks a MODIFIED object beside the version the cache holds and
 	// takes the cached version's part where it is canonical and equal;
 	// trusting the place without comparing keeps the old part.

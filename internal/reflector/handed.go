@@ -55,6 +55,8 @@ type Handed struct {
 	// version is not the handed object's is never used; entries of keys no
 	// longer handed go with them (removeLocked, Replace).
 	sums map[uint64]wire.FieldSums
+	// sized is the number of objects byHash was last made for (Replace).
+	sized int
 }
 
 var handedSeed = maphash.MakeSeed()
@@ -219,11 +221,18 @@ func (v *Handed) Apply(ev watch.Event) {
 
 // Replace records a list handed to the reflector, which replaces its store
 // with it. The maps keep their capacity: a re-list of a store of the same size
-// allocates nothing here.
+// allocates nothing here. A list larger than any the set held makes its map
+// at the list's size at once, rather than growing it one key at a time (the
+// first list's garbage, which the start-up peak holds).
 func (v *Handed) Replace(items []runtime.Object) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	clear(v.byHash)
+	if n := len(items); n > v.sized && n > len(v.byHash) {
+		v.byHash = make(map[uint64]runtime.Object, n)
+		v.sized = n
+	} else {
+		clear(v.byHash)
+	}
 	v.spill = nil
 	for _, obj := range items {
 		v.putLocked(obj)

@@ -83,3 +83,33 @@ func TestDiffAllocatesPerListNotPerChange(t *testing.T) {
 		t.Fatalf("Diff of %d changed objects made %.0f allocations; want a few slices, not some per object", n, allocs)
 	}
 }
+
+// TestHandedReplaceMakesItsMapOnce: a list larger than any the set held makes
+// the set's map at the list's size at once, rather than growing it one key at
+// a time (the first list's garbage, which the start-up peak holds); a re-list
+// of the same size reuses it.
+func TestHandedReplaceMakesItsMapOnce(t *testing.T) {
+	const n = 10000
+	items := make([]runtime.Object, n)
+	for i := range n {
+		name := fmt.Sprintf("p%05d", i)
+		items[i] = &Record{objmeta.Identity{Namespace: "ns", Name: name, UID: name, ResourceVersion: "1"}}
+	}
+	// What a map made at the list's size costs, as the reference.
+	made := testing.AllocsPerRun(3, func() { _ = make(map[uint64]runtime.Object, n) })
+	first := testing.AllocsPerRun(3, func() { NewHanded().Replace(items) })
+	if first > made+4 { // the set itself: its struct and its first, empty map
+		t.Errorf("a first list of %d objects made %.0f allocations; a map made at its size takes %.0f", n, first, made)
+	}
+	v := NewHanded()
+	v.Replace(items)
+	if again := testing.AllocsPerRun(3, func() { v.Replace(items) }); again > 0 {
+		t.Errorf("a re-list of the same size made %.0f allocations; want none", again)
+	}
+	for _, i := range []int{0, n / 2, n - 1} {
+		name := fmt.Sprintf("p%05d", i)
+		if _, ok := v.Get("ns", name); !ok {
+			t.Fatalf("the set does not hold ns/%s", name)
+		}
+	}
+}

@@ -425,7 +425,8 @@ type entryWrite struct {
 // (SetIterKey, SetIterValue) rather than copied out by the iterator, and an
 // entry to store again keeps its strings as strings: the walk used to
 // allocate a copy of every key and value of every map, which was most of the
-// garbage sharing made.
+// garbage sharing made. The entries to store again are kept in the table's
+// scratch (see shareTable.writes), not in a slice of each map's.
 func (s *sharer) mapValue(v, prev reflect.Value) (uint64, bool) {
 	if v.IsNil() {
 		return 23, false
@@ -454,7 +455,7 @@ func (s *sharer) mapValue(v, prev reflect.Value) (uint64, bool) {
 	// in prev costs about what interning the string does.
 	prevEntries := writable && prev.IsValid() && !prev.IsNil() && vt.Kind() != reflect.String
 	h := mix(uint64(n), 43)
-	var writes []entryWrite
+	base := s.writesFrom() // this map's entry writes follow base
 	// Variables for the entries; a map read through an unexported field
 	// cannot be copied from (and is walked read-only), so its entries are
 	// copied out.
@@ -527,17 +528,16 @@ func (s *sharer) mapValue(v, prev reflect.Value) (uint64, bool) {
 				c.Set(val)
 				w.v = c
 			}
-			if writes == nil {
-				writes = make([]entryWrite, 0, n)
-			}
-			writes = append(writes, w)
+			s.t.writes = append(s.t.writes, w)
 		}
 		h += mix(kh, vh) // commutative: iteration order does not matter
 	}
 	if !top && (s.adopt(v, h, -1) || (!held && s.ownPrev(v, prev))) {
+		s.dropWrites(base)
 		return h, true // the map's own entries are left as they were: it is dropped
 	}
-	if len(writes) > 0 {
+	if base >= 0 && len(s.t.writes) > base {
+		writes := s.t.writes[base:]
 		key := reflect.New(kt).Elem()
 		var str reflect.Value
 		for _, w := range writes {
@@ -552,11 +552,39 @@ func (s *sharer) mapValue(v, prev reflect.Value) (uint64, bool) {
 				v.SetMapIndex(key, w.v)
 			}
 		}
+		s.dropWrites(base)
 	}
 	if !top {
 		s.offer(v, h, -1)
 	}
 	return h, false
+}
+
+// maxWritesKept bounds the scratch of entry writes the table keeps between
+// walks: a larger one, grown by a map of many entries, is let go.
+const maxWritesKept = 256
+
+// writesFrom is where the entry writes of a map about to be walked begin in
+// the table's scratch; -1 for a walk without a table, which only reads.
+func (s *sharer) writesFrom() int {
+	if s.t == nil {
+		return -1
+	}
+	return len(s.t.writes)
+}
+
+// dropWrites drops the entry writes past base, clearing them so that the
+// scratch holds no part of a walked object.
+func (s *sharer) dropWrites(base int) {
+	if base < 0 {
+		return
+	}
+	t := s.t
+	clear(t.writes[base:])
+	t.writes = t.writes[:base]
+	if base == 0 && cap(t.writes) > maxWritesKept {
+		t.writes = nil
+	}
 }
 
 // mapString hashes a string map value and returns the string to store: its

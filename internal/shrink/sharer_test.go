@@ -377,3 +377,63 @@ func TestWalkAfterUnstructured(t *testing.T) {
 		t.Error("spec, which changed, is the cached version's")
 	}
 }
+
+// TestNestedMapsStoreTheirOwnEntries walks maps whose values hold maps, each
+// with keys that interning replaces: the walk of each map stores its own
+// entries again, through the table's scratch shared by the walks of the
+// maps nested in it, and no other.
+func TestNestedMapsStoreTheirOwnEntries(t *testing.T) {
+	fresh := func(s string) string { return string([]byte(s)) } // a copy of its own
+	mk := func(name string) *unstructured.Unstructured {
+		inner := func(i int) map[string]any {
+			return map[string]any{fresh("inner-a"): fresh("value-" + strconv.Itoa(i)), fresh("inner-b"): int64(i)}
+		}
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "v1", "kind": "Thing",
+			"metadata": map[string]any{"name": name, "labels": map[string]any{fresh("app"): fresh("x")}},
+			"spec": map[string]any{
+				fresh("outer-1"): inner(1),
+				fresh("outer-2"): map[string]any{fresh("middle"): inner(2), fresh("leaf"): fresh("text")},
+				fresh("outer-3"): inner(3),
+			},
+		}}
+	}
+	table := newShareTable(false)
+	// A string enters the table at its second sighting: x's are seen, y's
+	// become the canonical copies, z's are replaced by them.
+	x, y, z := mk("x"), mk("y"), mk("z")
+	shareObject(table, x, true)
+	shareObject(table, y, true)
+	wantZ := z.DeepCopy()
+	shareObject(table, z, true)
+	if !equality.Semantic.DeepEqual(wantZ, z) {
+		t.Fatalf("nested maps changed when shared:\nwant %v\ngot  %v", wantZ.Object["spec"], z.Object["spec"])
+	}
+	// z's keys, at every level, are the canonical copies y's walk interned.
+	canon := map[string]unsafe.Pointer{}
+	var keys func(m map[string]any, record bool) int
+	keys = func(m map[string]any, record bool) int {
+		n := 0
+		for k, v := range m {
+			if record {
+				canon[k] = unsafe.Pointer(unsafe.StringData(k))
+			} else if p, ok := canon[k]; ok && p != unsafe.Pointer(unsafe.StringData(k)) {
+				t.Errorf("key %q of z is not the interned copy", k)
+			}
+			n++
+			if sub, ok := v.(map[string]any); ok {
+				n += keys(sub, record)
+			}
+		}
+		return n
+	}
+	keys(y.Object["spec"].(map[string]any), true)
+	if n := keys(z.Object["spec"].(map[string]any), false); n != 11 {
+		t.Errorf("z's spec has %d keys, want 11", n)
+	}
+	for i, w := range table.writes[:cap(table.writes)] {
+		if w != (entryWrite{}) {
+			t.Fatalf("the table's scratch still holds entry %d (%q) after the walks", i, w.k)
+		}
+	}
+}
