@@ -223,6 +223,18 @@ var Catalog = []Mutant{
 			New: "if n := len(items); false && n > v.sized && n > len(v.byHash) {"}},
 		Cmd: handedPackage,
 	},
+	// Resource lists are compared along the Quantity's plan without copying
+	// their values (equalFlat); comparing only the amounts would take a
+	// canonical list whose Quantities are written otherwise.
+	{
+		Name:   "share-quantities-by-amount",
+		Where:  "internal/shrink/equalplan.go: (*eqPlan).equalFlat",
+		Breaks: "resource lists whose Quantities have one amount but another written form (0.25 and 250m) compare equal: a Pod's requests or limits show another Pod's form (WithSharing)",
+		Edits: []Edit{{File: "internal/shrink/equalplan.go",
+			Old: "\t\t\tif *(*string)(x) != *(*string)(y) {\n\t\t\t\treturn false, true",
+			New: "\t\t\tif false && *(*string)(x) != *(*string)(y) {\n\t\t\t\treturn false, true"}},
+		Cmd: shrinkPackage,
+	},
 	// Sharing walks a MODIFIED object beside the version the cache holds and
 	// takes the cached version's part where it is canonical and equal;
 	// trusting the place without comparing keeps the old part.

@@ -3,6 +3,8 @@ package shrink
 import (
 	"reflect"
 	"unsafe"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // equalValues reports whether a and b, of one type, are deeply equal, as
@@ -56,6 +58,10 @@ func equalReflect(a, b reflect.Value) bool {
 		}
 		if a.UnsafePointer() == b.UnsafePointer() {
 			return true
+		}
+		if a.Type() == resourceListType {
+			ap, bp := a.UnsafePointer(), b.UnsafePointer()
+			return equalResourceLists(*(*corev1.ResourceList)(unsafe.Pointer(&ap)), *(*corev1.ResourceList)(unsafe.Pointer(&bp)), eqPlanOf(quantityType))
 		}
 		if a.Type() == stringMapType {
 			ap, bp := a.UnsafePointer(), b.UnsafePointer() // a map is its header's pointer

@@ -3,6 +3,8 @@ package shrink
 import (
 	"reflect"
 	"unsafe"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // eqPlan compares two values of one type in memory, along a plan of the
@@ -27,13 +29,14 @@ type eqOp struct {
 type eqOpKind uint8
 
 const (
-	eqBytes     eqOpKind = iota // scalars: compared as bytes
-	eqString                    // a string (of any string type)
-	eqPointer                   // a pointer: equal addresses, or sub at the targets
-	eqSlice                     // a slice: lengths, then equal arrays or sub at each element
-	eqByteSlice                 // a []byte (of any byte type)
-	eqStringMap                 // a map[string]string
-	eqReflect                   // anything else (maps, interfaces, arrays): equalReflect
+	eqBytes        eqOpKind = iota // scalars: compared as bytes
+	eqString                       // a string (of any string type)
+	eqPointer                      // a pointer: equal addresses, or sub at the targets
+	eqSlice                        // a slice: lengths, then equal arrays or sub at each element
+	eqByteSlice                    // a []byte (of any byte type)
+	eqStringMap                    // a map[string]string
+	eqResourceList                 // a corev1.ResourceList: sub at each Quantity
+	eqReflect                      // anything else (maps, interfaces, arrays): equalReflect
 )
 
 var eqPlans typePlans[eqPlan]
@@ -72,8 +75,11 @@ func eqOps(typ reflect.Type, off uintptr, built map[reflect.Type]*eqPlan) []eqOp
 			return []eqOp{{kind: eqSlice, off: off, size: elem.Size(), sub: compileEqPlan(elem, built)}}
 		}
 	case reflect.Map:
-		if typ == stringMapType {
+		switch typ {
+		case stringMapType:
 			return []eqOp{{kind: eqStringMap, off: off}}
+		case resourceListType:
+			return []eqOp{{kind: eqResourceList, off: off, sub: compileEqPlan(quantityType, built)}}
 		}
 	case reflect.Struct:
 		// A struct's fields are inlined: a type holds itself only behind
@@ -142,6 +148,10 @@ func (p *eqPlan) equal(a, b unsafe.Pointer) bool {
 			if !equalStringMaps(*(*map[string]string)(x), *(*map[string]string)(y)) {
 				return false
 			}
+		case eqResourceList:
+			if !equalResourceLists(*(*corev1.ResourceList)(x), *(*corev1.ResourceList)(y), op.sub) {
+				return false
+			}
 		case eqReflect:
 			if !equalReflect(reflect.NewAt(op.typ, x).Elem(), reflect.NewAt(op.typ, y).Elem()) {
 				return false
@@ -163,4 +173,60 @@ func equalStringMaps(a, b map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// equalResourceLists compares two resource lists as equalValues does, each
+// Quantity along q, its plan: through reflect.Value, every value read from the
+// second map was a copy on the heap (MapIndex), a sixth of what sharing's
+// walk of a typed Pod allocated. A Quantity's plan is of bytes, strings and a
+// pointer, which equalFlat compares without taking the copies' addresses
+// out of this frame.
+func equalResourceLists(a, b corev1.ResourceList, q *eqPlan) bool {
+	if (a == nil) != (b == nil) || len(a) != len(b) {
+		return false
+	}
+	for k, x := range a {
+		y, ok := b[k]
+		if !ok {
+			return false
+		}
+		equal, sure := q.equalFlat(unsafe.Pointer(&x), unsafe.Pointer(&y))
+		if !sure {
+			xc, yc := x, y // only here on the heap: q.equal may keep its arguments
+			equal = q.equal(unsafe.Pointer(&xc), unsafe.Pointer(&yc))
+		}
+		if !equal {
+			return false
+		}
+	}
+	return true
+}
+
+// equalFlat is equal for a plan whose ops read only the values' own memory
+// and what their pointers lead to; sure is false when p has another op, for
+// which the caller must call equal. It does not recurse into itself, so the
+// values at a and b may be locals of the caller's frame.
+func (p *eqPlan) equalFlat(a, b unsafe.Pointer) (equal, sure bool) {
+	for i := range p.ops {
+		op := &p.ops[i]
+		x, y := unsafe.Add(a, op.off), unsafe.Add(b, op.off)
+		switch op.kind {
+		case eqBytes:
+			if unsafe.String((*byte)(x), op.size) != unsafe.String((*byte)(y), op.size) {
+				return false, true
+			}
+		case eqString:
+			if *(*string)(x) != *(*string)(y) {
+				return false, true
+			}
+		case eqPointer:
+			px, py := *(*unsafe.Pointer)(x), *(*unsafe.Pointer)(y)
+			if px != py && (px == nil || py == nil || !op.sub.equal(px, py)) {
+				return false, true
+			}
+		default:
+			return false, false
+		}
+	}
+	return true, true
 }

@@ -3,6 +3,9 @@ package shrink
 import (
 	"reflect"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // node is a recursive type with every kind of part a plan compares.
@@ -69,5 +72,74 @@ func TestEqualPlanAgreesWithDeepEqual(t *testing.T) {
 				t.Errorf("%s: the plan says %v, DeepEqual %v", name, got, want)
 			}
 		}
+	}
+}
+
+// TestEqualResourceListsAgreesWithDeepEqual compares resource lists along
+// their plan (in memory) and through reflect.Value (a map value) as
+// reflect.DeepEqual does: a Quantity of the same amount written otherwise, or
+// whose string form one of them has cached, differs.
+func TestEqualResourceListsAgreesWithDeepEqual(t *testing.T) {
+	q := resource.MustParse
+	uncached := q("0.25") // not in canonical form: no string form kept
+	cached := uncached.DeepCopy()
+	_ = cached.String() // caches the canonical string form, 250m
+	// More digits than an int64 holds: an inf.Dec, behind a pointer.
+	big1, big2, big3 := q("123456789012345678901234567890"), q("123456789012345678901234567890"), q("123456789012345678901234567891")
+	if reflect.DeepEqual(uncached, cached) || reflect.DeepEqual(big1, big3) || !reflect.DeepEqual(big1, big2) {
+		t.Fatal("the quantities do not differ as this test needs")
+	}
+	lists := []corev1.ResourceList{
+		nil,
+		{},
+		{"cpu": q("1")},
+		{"cpu": q("1000m")},
+		{"cpu": q("1")},
+		{"cpu": q("250m")},
+		{"cpu": uncached},
+		{"cpu": cached},
+		{"memory": q("1")},
+		{"cpu": q("1"), "memory": q("64Mi")},
+		{"cpu": q("1"), "memory": q("64Mi")},
+		{"cpu": q("1"), "memory": q("65Mi")},
+		{"cpu": big1},
+		{"cpu": big2},
+		{"cpu": big3},
+	}
+	n := 0
+	for _, a := range lists {
+		for _, b := range lists {
+			want := reflect.DeepEqual(a, b)
+			// In memory, along the plan, as a field of a struct is.
+			ra, rb := corev1.ResourceRequirements{Limits: a}, corev1.ResourceRequirements{Limits: b}
+			if got := equalValues(reflect.ValueOf(&ra).Elem(), reflect.ValueOf(&rb).Elem()); got != want {
+				t.Errorf("plan: equal(%v, %v) = %v, DeepEqual %v", a, b, got, want)
+			}
+			// A map value, through reflect.Value.
+			if got := equalValues(reflect.ValueOf(a), reflect.ValueOf(b)); got != want {
+				t.Errorf("reflect: equal(%v, %v) = %v, DeepEqual %v", a, b, got, want)
+			}
+			if want {
+				n++
+			}
+		}
+	}
+	if n <= len(lists) {
+		t.Errorf("only %d equal pairs: the test compares no two equal lists held apart", n)
+	}
+}
+
+// TestEqualResourceListsAllocatesNothing: comparing two equal resource lists
+// reads their Quantities without copying them to the heap.
+func TestEqualResourceListsAllocatesNothing(t *testing.T) {
+	a := corev1.ResourceList{"cpu": resource.MustParse("500m"), "memory": resource.MustParse("128Mi")}
+	b := a.DeepCopy()
+	plan := eqPlanOf(quantityType)
+	if allocs := testing.AllocsPerRun(100, func() {
+		if !equalResourceLists(a, b, plan) {
+			t.Fatal("equal lists compared unequal")
+		}
+	}); allocs != 0 {
+		t.Errorf("comparing two resource lists made %.0f allocations, want 0", allocs)
 	}
 }
