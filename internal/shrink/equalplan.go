@@ -205,7 +205,10 @@ func equalResourceLists(a, b corev1.ResourceList, q *eqPlan) bool {
 // equalFlat is equal for a plan whose ops read only the values' own memory
 // and what their pointers lead to; sure is false when p has another op, for
 // which the caller must call equal. It does not recurse into itself, so the
-// values at a and b may be locals of the caller's frame.
+// values at a and b may be locals of the caller's frame. Its three cases are
+// equal's, written again: equal calling them through a function would pay a
+// call per op on the walk's hottest path, and equal's own recursion is what
+// sends its arguments to the heap.
 func (p *eqPlan) equalFlat(a, b unsafe.Pointer) (equal, sure bool) {
 	for i := range p.ops {
 		op := &p.ops[i]
