@@ -85,3 +85,52 @@ func TestReadsDuringWritesAndTraining(t *testing.T) {
 		})
 	}
 }
+
+// TestUpsertsOldObjectIsNotReadByOthers: Upsert hands the replaced object to
+// its caller, who owns it (an informer gives it to update handlers, which may
+// change it). When the hot cache holds that object, a reader may be copying it
+// at that moment; the caller's changes must not race with that copy. Run with
+// -race: the race detector reports the change and the copy when both touch the
+// same object.
+func TestUpsertsOldObjectIsNotReadByOthers(t *testing.T) {
+	s, _ := newStore(t, encstore.Options{})
+	p := storedPod(1, "")
+	if err := s.Add(p.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	key := keyOf(p)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer close(done)
+	for range 2 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if _, _, err := s.GetByKey(key); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	for i := range 500 {
+		next := p.DeepCopy()
+		next.ResourceVersion = fmt.Sprint(1000 + i)
+		_, _, old, err := s.Upsert(next)
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj, err := old()
+		if err != nil {
+			t.Fatal(err)
+		}
+		owned := obj.(*corev1.Pod)
+		owned.Spec.NodeName = "changed by the caller"
+		owned.Labels["changed"] = "by the caller"
+	}
+}

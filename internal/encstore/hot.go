@@ -13,8 +13,10 @@ import (
 // not, and which the cache's item keeps alive so that the address cannot be
 // reused. An object that changed is never served from it.
 //
-// Its objects are never handed out: a hit returns a deep copy, which the
-// caller owns as it would own a freshly decoded object.
+// Unless reads are shared (SharedReads), its objects are never handed out
+// while cached: a hit returns a deep copy (copyOf), which the caller owns as
+// it would own a freshly decoded object, and take hands an object out only
+// once it has left the cache and nobody is copying it.
 type hotCache struct {
 	mu     sync.Mutex
 	budget int64
@@ -28,10 +30,13 @@ type hotCache struct {
 }
 
 type hotItem struct {
-	key        string
-	ver        *byte
-	obj        runtime.Object
-	size       int64
+	key  string
+	ver  *byte
+	obj  runtime.Object
+	size int64
+	// copying counts the readers copying obj outside the lock: take does
+	// not hand obj out while they read it.
+	copying    int
 	prev, next *hotItem
 }
 
@@ -41,8 +46,8 @@ func newHotCache(budget int64) *hotCache {
 	return h
 }
 
-// get returns the cached object of key at version ver, not a copy: the caller
-// must copy it before handing it out.
+// get returns the cached object of key at version ver itself, for shared
+// reads: nobody may change it.
 func (h *hotCache) get(key string, ver *byte) (runtime.Object, bool) {
 	if h == nil {
 		return nil, false
@@ -58,6 +63,32 @@ func (h *hotCache) get(key string, ver *byte) (runtime.Object, bool) {
 	h.unlink(it)
 	h.pushFront(it)
 	return it.obj, true
+}
+
+// copyOf returns a deep copy of the cached object of key at version ver,
+// which the caller owns. The copy is made outside the lock, so that readers
+// of different objects do not wait for each other.
+func (h *hotCache) copyOf(key string, ver *byte) (runtime.Object, bool) {
+	if h == nil {
+		return nil, false
+	}
+	h.mu.Lock()
+	it, ok := h.items[key]
+	if !ok || it.ver != ver {
+		h.misses++
+		h.mu.Unlock()
+		return nil, false
+	}
+	h.hits++
+	h.unlink(it)
+	h.pushFront(it)
+	it.copying++
+	h.mu.Unlock()
+	obj := it.obj.DeepCopyObject()
+	h.mu.Lock()
+	it.copying--
+	h.mu.Unlock()
+	return obj, true
 }
 
 // put caches obj, which nobody else may hold, as key at version ver.
@@ -80,7 +111,9 @@ func (h *hotCache) put(key string, ver *byte, obj runtime.Object, size int64) {
 }
 
 // take removes key's object and returns it, when it is cached at version
-// ver: the caller then owns it.
+// ver: the caller then owns it (under shared reads, with every reader that
+// got it). While a reader is copying it, it returns nothing (the caller
+// decodes its own): the new owner may change what the reader is reading.
 func (h *hotCache) take(key string, ver *byte) (runtime.Object, bool) {
 	if h == nil {
 		return nil, false
@@ -92,7 +125,7 @@ func (h *hotCache) take(key string, ver *byte) (runtime.Object, bool) {
 		return nil, false
 	}
 	h.removeLocked(it)
-	if it.ver != ver {
+	if it.ver != ver || it.copying > 0 {
 		return nil, false
 	}
 	return it.obj, true

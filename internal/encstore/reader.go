@@ -48,11 +48,12 @@ type reader struct {
 // remember puts what it decodes into the hot cache. The caller owns what it
 // gets unless reads are shared.
 func (r *reader) read(key string, e entry, remember bool) (runtime.Object, error) {
-	if obj, ok := r.hot.get(key, e.version()); ok {
-		if r.shared {
+	if r.shared {
+		if obj, ok := r.hot.get(key, e.version()); ok {
 			return obj, nil
 		}
-		return obj.DeepCopyObject(), nil
+	} else if obj, ok := r.hot.copyOf(key, e.version()); ok {
+		return obj, nil
 	}
 	obj, raw, err := r.decodeRaw(key, e)
 	if err != nil {

@@ -55,6 +55,9 @@ var (
 	// server: reads, the hot cache, Upsert, Replace and the indexes against
 	// client-go's indexer (store_test.go, store_diff_test.go).
 	encstorePackage = Command{Pkg: "./internal/encstore/", Run: ".", Short: true, Timeout: 5 * time.Minute}
+	// encstoreRace is the encoded store's test of an update racing with
+	// reads, under the race detector (concurrency_test.go).
+	encstoreRace = Command{Pkg: "./internal/encstore/", Run: "^TestUpsertsOldObjectIsNotReadByOthers$", Short: true, Race: true, Timeout: 5 * time.Minute}
 	// handedPackage is the handed set's own tests, which need no API server
 	// (handed_sums_test.go: whose digests vouch for which version).
 	handedPackage = Command{Pkg: "./internal/reflector/", Run: "^TestHanded", Short: true, Timeout: 5 * time.Minute}
@@ -531,11 +534,11 @@ var Catalog = []Mutant{
 	// since it was read.
 	{
 		Name:   "encoded-hot-serves-changed",
-		Where:  "internal/encstore/hot.go: (*hotCache).get",
+		Where:  "internal/encstore/hot.go: (*hotCache).copyOf",
 		Breaks: "a Get after an update returns the object as it was when last read, from the hot cache",
 		Edits: []Edit{{File: "internal/encstore/hot.go",
-			Old: "if !ok || it.ver != ver {",
-			New: "if !ok {"}},
+			Old: "\tif !ok || it.ver != ver {\n\t\th.misses++\n\t\th.mu.Unlock()\n",
+			New: "\tif !ok {\n\t\th.misses++\n\t\th.mu.Unlock()\n"}},
 		Cmd: encstorePackage,
 	},
 	// A hot-cache hit hands the caller a copy, which it owns as it would a
@@ -543,12 +546,24 @@ var Catalog = []Mutant{
 	// caller's change reach every later read.
 	{
 		Name:   "encoded-hot-hands-its-object",
-		Where:  "internal/encstore/reader.go: (*reader).read",
+		Where:  "internal/encstore/hot.go: (*hotCache).copyOf",
 		Breaks: "a hot-cache hit returns the cached object itself: a caller that changes what it read changes what the next caller reads",
-		Edits: []Edit{{File: "internal/encstore/reader.go",
-			Old: "\t\treturn obj.DeepCopyObject(), nil\n\t}\n\tobj, raw, err := r.decodeRaw(key, e)",
-			New: "\t\treturn obj, nil\n\t}\n\tobj, raw, err := r.decodeRaw(key, e)"}},
+		Edits: []Edit{{File: "internal/encstore/hot.go",
+			Old: "\tobj := it.obj.DeepCopyObject()\n",
+			New: "\tobj := it.obj\n"}},
 		Cmd: encstorePackage,
+	},
+	// Upsert's replaced object is handed out only when no reader is copying
+	// it; a reader's copy would otherwise read what the new owner (an update
+	// handler) changes.
+	{
+		Name:   "encoded-old-object-while-copied",
+		Where:  "internal/encstore/hot.go: (*hotCache).take",
+		Breaks: "an update hands its caller the replaced object while a Get is copying it: the caller's changes race with the copy",
+		Edits: []Edit{{File: "internal/encstore/hot.go",
+			Old: "if it.ver != ver || it.copying > 0 {",
+			New: "if it.ver != ver {"}},
+		Cmd: encstoreRace,
 	},
 	// A miss keeps a copy of what it decoded in the hot cache, unless reads
 	// are shared: keeping the caller's own object lets the caller's change

@@ -44,6 +44,7 @@ type Command struct {
 	Pkg   string
 	Run   string
 	Short bool // -short: the package's tests that need no API server
+	Race  bool // -race: the defect is a data race, which the race detector reports
 	Env   []string
 	// Timeout bounds the run (go test -timeout): a mutant that makes the
 	// tests hang is caught by it.
@@ -61,6 +62,9 @@ func (c Command) Args(overlay string) []string {
 	if c.Short {
 		args = append(args, "-short")
 	}
+	if c.Race {
+		args = append(args, "-race")
+	}
 	if overlay != "" {
 		args = append(args, "-overlay", overlay)
 	}
@@ -76,6 +80,9 @@ func (c Command) String() string {
 	b.WriteString("go test")
 	if c.Short {
 		b.WriteString(" -short")
+	}
+	if c.Race {
+		b.WriteString(" -race")
 	}
 	fmt.Fprintf(&b, " -run '%s' %s", c.Run, c.Pkg)
 	return b.String()
