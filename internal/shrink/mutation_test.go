@@ -43,6 +43,13 @@ func TestGuardReportsObjectAndPath(t *testing.T) {
 		t.Fatal("the containers of one app's pods are not shared")
 	}
 	first := "ns/" + pods[firstHolder(25, func(i int) unsafe.Pointer { return reflect.ValueOf(pods[i].Labels).UnsafePointer() })].Name
+	// The shared containers hold the env of the pod they came from. That env
+	// is canonical (guarded at its own path) only if sharing saw it twice before
+	// the containers: secondSighting's filter misses a sighting now and then
+	// (about one process in a few thousand, by the hash seed), and then a change
+	// in it is reported at the containers only.
+	env := pods[25].Spec.Containers[0].Env
+	envGuarded := table.canonicalEntry(reflect.TypeOf(env), unsafe.Pointer(unsafe.SliceData(env))) != nil
 	pods[25].Labels["x"] = "y"
 	pods[25].Spec.Containers[0].Env[0].Value = "changed"
 
@@ -54,7 +61,14 @@ func TestGuardReportsObjectAndPath(t *testing.T) {
 	for _, e := range all {
 		byPath[e.Path] = e
 	}
-	for _, want := range []string{`metadata.labels`, `spec.containers[0].env`, `spec.containers`} {
+	const deepest = `spec.containers[0].env`
+	want := []string{`metadata.labels`, `spec.containers`}
+	if envGuarded {
+		want = append(want, deepest)
+	} else {
+		t.Logf("the env was not seen twice before its containers; its change is reported at spec.containers")
+	}
+	for _, want := range want {
 		e := byPath[want]
 		if e == nil {
 			t.Errorf("no mutation reported at %s; got %v", want, all)
@@ -69,8 +83,8 @@ func TestGuardReportsObjectAndPath(t *testing.T) {
 			t.Errorf("error %q does not name the object and the path", msg)
 		}
 	}
-	if all[0].Path != `spec.containers[0].env` {
-		t.Errorf("deepest path not first: %s", all[0].Path)
+	if envGuarded && all[0].Path != deepest {
+		t.Errorf("deepest path not first: %s, want %s", all[0].Path, deepest)
 	}
 	// Reported once; found at every check.
 	again, fresh := mutations(table)
