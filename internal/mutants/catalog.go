@@ -68,6 +68,9 @@ var (
 	// pacerPackage is the heap bound's own tests, which need no API server
 	// (internal/reflector, pace_test.go).
 	pacerPackage = Command{Pkg: "./internal/reflector/", Run: "^TestPacer", Short: true, Timeout: 5 * time.Minute}
+	// pacedIndexers is the test of the index functions leanstore gives
+	// client-go (informer_index_test.go), which needs no API server.
+	pacedIndexers = Command{Pkg: "./pkg/leanstore/", Run: "^TestPacedIndexers", Short: true, Timeout: 5 * time.Minute}
 	// unpackYields is the informer's test of its yields to a handler that
 	// has fallen behind while it decodes packed objects (informer_test.go).
 	unpackYields = Command{Pkg: "./internal/informer/", Run: "^TestUnpackYields", Short: true, Timeout: 5 * time.Minute}
@@ -696,5 +699,27 @@ var Catalog = []Mutant{
 			Old: "p.guardHandOver(ctx, takenIn, 2*maxForcedPerList)",
 			New: "p.guardHandOver(ctx, takenIn, maxForcedPerList)"}},
 		Cmd: pacerPackage,
+	},
+	// A first list's pacer is handed to the informer's indexer, which ticks
+	// it as it stores the list's objects.
+	{
+		Name:   "index-tick-not-handed",
+		Where:  "internal/reflector/lister.go: (*lister).finish",
+		Breaks: "the indexer's tick never reaches a first list's pacer: only the guard's goroutine collects during client-go's hand-over, and a cache of small objects peaks higher at start-up",
+		Edits: []Edit{{File: "internal/reflector/lister.go",
+			Old: "if ls.c.pack != nil || !l.failure.Relist {",
+			New: "if ls.c.pack != nil {"}},
+		Cmd: pacerPackage,
+	},
+	// The index functions leanstore gives client-go tick the heap bound and
+	// return the caller's values and errors.
+	{
+		Name:   "paced-index-drops-errors",
+		Where:  "pkg/leanstore/informer.go: pacedIndexers",
+		Breaks: "an index function's error is dropped: client-go's indexer stores the object under no value instead of failing the add",
+		Edits: []Edit{{File: "pkg/leanstore/informer.go",
+			Old: "\t\t\ttick()\n\t\t\treturn f(obj)",
+			New: "\t\t\ttick()\n\t\t\tvalues, _ := f(obj)\n\t\t\treturn values, nil"}},
+		Cmd: pacedIndexers,
 	},
 }

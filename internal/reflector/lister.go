@@ -48,8 +48,9 @@ type lister struct {
 	// lastCount is the size of the last list, to size the next one's slice.
 	lastCount int
 
-	// handOver is the pacer of the last list of packed objects, whose guard
-	// paces the informer's decoding of them (Pacer.HandOverTick).
+	// handOver is the pacer of the last guarded list (a first list, or a
+	// re-list of packed objects), whose guard the informer's goroutines tick
+	// as they take its objects in (ListWatch.Unpacked and Indexed).
 	handOver atomic.Pointer[Pacer]
 }
 
@@ -170,7 +171,7 @@ func (ls *lister) list(ctx context.Context, rv string) (listResult, error) {
 // not guarded.
 func (ls *lister) finish(ctx context.Context, l *listRun) (handedOver func()) {
 	l.pace.Finish()
-	if ls.c.pack != nil {
+	if ls.c.pack != nil || !l.failure.Relist {
 		ls.handOver.Store(l.pace)
 	}
 	switch {

@@ -208,7 +208,8 @@ const finishMinGarbage = 256 << 10
 // the time the informer has synced; for a cache of small objects that is a
 // third or more of the live heap, which the runtime, paced from Finish's
 // collection, lets pile up (docs/memory.md, "The start-up peak of small
-// caches").
+// caches"). The informer's indexer ticks the guard too (IndexTick), from the
+// goroutine that allocates.
 func (p *Pacer) GuardHandOver(ctx context.Context, takenIn func() bool) {
 	p.guardHandOver(ctx, takenIn, maxForcedPerList)
 }
@@ -234,12 +235,7 @@ func (p *Pacer) guardHandOver(ctx context.Context, takenIn func() bool, max int)
 	if p.bound <= 0 || p.off != "" || takenIn == nil || takenIn() {
 		return
 	}
-	// A fifth of the bound's margin: during the hand-over nearly all that is
-	// above the live heap is garbage, so an early collection finds plenty,
-	// and the heap goes on growing for tens of milliseconds before the
-	// guard's goroutine gets a CPU to read it (bench/results/
-	// handover-guard.txt compares half the margin and a fifth).
-	handOver := 1 + (p.bound-1)/5
+	handOver := p.handOverBound()
 	p.handOverMax = p.forced + max
 	p.guarding.Store(true)
 	go func() {
@@ -278,6 +274,25 @@ func (p *Pacer) guardHandOver(ctx context.Context, takenIn func() bool, max int)
 // over the live heap the last collection found. It does nothing once the
 // guard has ended.
 func (p *Pacer) HandOverTick() {
+	p.handOverTick(1 + (p.bound-1)/2)
+}
+
+// IndexTick is called by the informer for each decoded object its indexer
+// takes in while it takes in what a guarded first list handed it
+// (GuardHandOver): client-go's hand-over, which allocates on client-go's
+// goroutines, where the guard's goroutine waits for a CPU for tens of
+// milliseconds between two reads of the heap while the hand-over keeps the
+// CPUs busy. Here the goroutine that stores the objects collects itself,
+// every checkEvery objects, at the guard's own threshold (handOverBound).
+// It does nothing once the guard has ended.
+func (p *Pacer) IndexTick() {
+	p.handOverTick(p.handOverBound())
+}
+
+// handOverTick collects, every checkEvery calls while the guard runs, when
+// the heap in use exceeds bound times the live heap the last collection
+// found.
+func (p *Pacer) handOverTick(bound float64) {
 	if !p.guarding.Load() {
 		return
 	}
@@ -286,8 +301,16 @@ func (p *Pacer) HandOverTick() {
 	if p.handOverN++; p.handOverN%checkEvery != 0 {
 		return
 	}
-	p.collectAbove(1+(p.bound-1)/2, finishMinGarbage, p.handOverMax, false)
+	p.collectAbove(bound, finishMinGarbage, p.handOverMax, false)
 }
+
+// handOverBound is the guard's threshold: a fifth of the bound's margin over
+// the live heap (1.05 times it for a bound of 1.25). During the hand-over
+// nearly all that is above the live heap is garbage, so an early collection
+// finds plenty, and the heap goes on growing for tens of milliseconds before
+// the guard's goroutine gets a CPU to read it (bench/results/
+// handover-guard.txt compares half the margin and a fifth).
+func (p *Pacer) handOverBound() float64 { return 1 + (p.bound-1)/5 }
 
 const (
 	// handOverEvery is how often GuardHandOver reads the heap: a read costs

@@ -15,9 +15,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/cachetune/cachetune/internal/leakcheck"
+	"github.com/cachetune/cachetune/internal/shrink"
+	"github.com/cachetune/cachetune/pkg/backoff"
 )
 
 // testReporter records what a pacer reports, as leanstore's status reporter does in
@@ -522,53 +528,122 @@ func handOverTest(t *testing.T) {
 	t.Cleanup(func() { runtime.KeepAlive(ballast) })
 }
 
-// TestPacerHandOverTickCollectsInTheDecodingGoroutine: while a guard runs,
-// the informer's decoding of packed objects (HandOverTick after each) forces
-// collections itself, synchronously, once the garbage passes half the
-// bound's margin; before the guard starts and after it ends, it forces none.
-func TestPacerHandOverTickCollectsInTheDecodingGoroutine(t *testing.T) {
+// TestPacerHandOverTicksCollectInTheInformersGoroutine: while a guard runs,
+// the informer's decoding of packed objects (HandOverTick after each) and
+// its indexer's storing of decoded ones (IndexTick before each) force
+// collections themselves, synchronously, once the garbage passes half the
+// bound's margin (decoding) or a fifth of it (storing, the guard's own
+// threshold); before the guard starts and after it ends, they force none.
+func TestPacerHandOverTicksCollectInTheInformersGoroutine(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		tick func(*Pacer)
+		// least is the fewest collections 16 MB of garbage over 8 MB live
+		// must force: the runtime's own pacing would collect once or
+		// twice; at half the margin (1.125 times 8 MB) the decoding
+		// collected 11 times, every 24 objects or so, and the storing, at a
+		// fifth, 32 times, at every heap check (every 8 objects).
+		least int64
+	}{
+		{"decoding", (*Pacer).HandOverTick, 4},
+		{"storing", (*Pacer).IndexTick, 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			handOverTest(t)
+			take := func(p *Pacer) {
+				for range 256 { // 16 MB of garbage, 64 KB an object
+					handOverSink = make([]byte, 64<<10)
+					tc.tick(p)
+				}
+				handOverSink = nil
+			}
+			tr := &testReporter{}
+			p := NewPacer(1.25).ReportTo(tr)
+			p.Finish()
+			runtime.GC()
+			base, _ := tr.status()
+			take(p)
+			if n, _ := tr.status(); n != base {
+				t.Fatalf("%d collections forced before the guard started, want none", n-base)
+			}
+
+			// A guard as GuardHandOver starts it, without its goroutine, whose own
+			// collections would hide the informer's.
+			p.handOverMax = p.forced + maxForcedPerList
+			p.guarding.Store(true)
+			take(p)
+			if n, _ := tr.status(); n-base < tc.least {
+				t.Fatalf("%d collections forced while 16 MB were taken in under the guard, want at least %d", n-base, tc.least)
+			}
+
+			// A guard that ends: nothing forced after it.
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			p.GuardHandOver(ctx, func() bool { return false })
+			cancel()
+			if !eventually(10*time.Second, func() bool { return !p.guarding.Load() }) {
+				t.Fatal("the guard did not end with the list's context")
+			}
+			forced, _ := tr.status()
+			take(p)
+			if n, _ := tr.status(); n != forced {
+				t.Fatalf("%d collections forced after the guard ended, want none", n-forced)
+			}
+		})
+	}
+}
+
+// TestPacerOfAFirstListIsTickedByTheIndexer: after a first list of decoded
+// objects, the informer's indexer (ListWatch.Indexed, which leanstore's
+// index functions call) ticks that list's pacer while its guard runs, and
+// collections are forced as the informer stores the objects; once the
+// informer has taken the list in and the guard has ended, none are.
+func TestPacerOfAFirstListIsTickedByTheIndexer(t *testing.T) {
 	handOverTest(t)
-	decode := func(p *Pacer) {
-		for range 256 { // 16 MB of garbage, 64 KB an object
+	r := &loopReporter{}
+	lw := New(Config{
+		Resource:  func() schema.GroupResource { return podsGR },
+		Example:   &corev1.Pod{},
+		Source:    &fakeSource{pods: []corev1.Pod{*testPod("a", "7"), *testPod("b", "8")}, rv: "9"},
+		HeapBound: 1.25,
+		Streaming: StreamingOff,
+		Strip:     shrink.NewPipeline(shrink.Config{ManagedFields: true}),
+		Backoff:   backoff.Default(),
+		Reporter:  r,
+		Logger:    logr.Discard(),
+	})
+	var taken atomic.Bool
+	lw.GuardHandOver(taken.Load)
+	if _, err := lw.ListWithContext(t.Context(), metav1.ListOptions{ResourceVersion: "0"}); err != nil {
+		t.Fatal(err)
+	}
+	p := lw.lister.handOver.Load()
+	if p == nil || !p.guarding.Load() {
+		t.Fatal("the indexer's tick does not reach the guarded pacer of the first list")
+	}
+	store := func() {
+		for range 256 { // 16 MB of garbage over 8 MB live, 64 KB an object
 			handOverSink = make([]byte, 64<<10)
-			p.HandOverTick()
+			lw.Indexed()
 		}
 		handOverSink = nil
 	}
-	tr := &testReporter{}
-	p := NewPacer(1.25).ReportTo(tr)
-	p.Finish()
-	runtime.GC()
-	base, _ := tr.status()
-	decode(p)
-	if n, _ := tr.status(); n != base {
-		t.Fatalf("%d collections forced by decoding before the guard started, want none", n-base)
+	base, _ := r.status()
+	store()
+	// At every heap check (every 8 objects): about 30. The guard's own
+	// goroutine, which reads the heap every millisecond, collects a few
+	// times at most in the milliseconds the loop would take without them.
+	if n, _ := r.status(); n-base < 20 {
+		t.Fatalf("%d collections forced while the indexer stored 16 MB under the guard, want at least 20", n-base)
 	}
-
-	// A guard as GuardHandOver starts it, without its goroutine, whose own
-	// collections would hide the decoding's.
-	p.handOverMax = p.forced + maxForcedPerList
-	p.guarding.Store(true)
-	decode(p)
-	// The runtime's own pacing would collect once or twice for 16 MB of
-	// garbage over 8 MB live; at half the margin (1.125 times 8 MB) the
-	// decoding collects every 16 objects or so.
-	if n, _ := tr.status(); n-base < 4 {
-		t.Fatalf("%d collections forced while 16 MB were decoded under the guard, want several", n-base)
-	}
-
-	// A guard that ends: decoding after it forces nothing.
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	p.GuardHandOver(ctx, func() bool { return false })
-	cancel()
+	taken.Store(true)
 	if !eventually(10*time.Second, func() bool { return !p.guarding.Load() }) {
-		t.Fatal("the guard did not end with the list's context")
+		t.Fatal("the guard did not end once the informer had taken the list in")
 	}
-	forced, _ := tr.status()
-	decode(p)
-	if n, _ := tr.status(); n != forced {
-		t.Fatalf("%d collections forced by decoding after the guard ended, want none", n-forced)
+	base, _ = r.status()
+	store()
+	if n, _ := r.status(); n != base {
+		t.Fatalf("%d collections forced by the indexer after the guard ended, want none", n-base)
 	}
 }
 

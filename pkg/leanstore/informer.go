@@ -102,9 +102,13 @@ func newInformer(cfg informerConfig, o *options, state *reflector.StreamingState
 	}
 	handed.Compact = enc != nil // an encoded store's handed set keeps records (reflector.Record)
 	lw := reflector.New(lc)
+	indexers := cfg.indexers
+	if enc == nil {
+		indexers = pacedIndexers(cfg.indexers, lw.Indexed)
+	}
 	sio := cache.SharedIndexInformerOptions{
 		ResyncPeriod:      cfg.resync,
-		Indexers:          cfg.indexers,
+		Indexers:          indexers,
 		ObjectDescription: cfg.name,
 	}
 	var inner cache.SharedIndexInformer
@@ -126,6 +130,35 @@ func newInformer(cfg informerConfig, o *options, state *reflector.StreamingState
 	}
 	_ = inner.SetWatchErrorHandlerWithContext(inf.reflectorError)
 	return inf
+}
+
+// pacedIndexers returns indexers whose functions call tick (ListWatch.Indexed)
+// before computing their index values. client-go's indexer calls them for
+// every object it stores, on the goroutine that takes a list in: the hand-over
+// of a first list allocates there (the FIFO's deltas, the store's keys and
+// index entries, the handlers' notifications), and the tick lets the heap
+// bound collect from that goroutine, where its own goroutine waits for a CPU
+// (docs/memory.md, "The start-up peak of small caches"). The names and the
+// values are the same; indexers added later (AddIndexers) are not wrapped,
+// and one index function is enough.
+func pacedIndexers(indexers cache.Indexers, tick func()) cache.Indexers {
+	if len(indexers) == 0 {
+		return indexers
+	}
+	paced := make(cache.Indexers, len(indexers))
+	ticked := false
+	for name, f := range indexers {
+		if ticked {
+			paced[name] = f
+			continue
+		}
+		ticked = true
+		paced[name] = func(obj any) ([]string, error) {
+			tick()
+			return f(obj)
+		}
+	}
+	return paced
 }
 
 // placeholder is an object of example's type with r's metadata: the object

@@ -401,11 +401,14 @@ func WithDegradedAfter(n int) Option {
 // garbage collection before it goes on, and once more at its end. After the
 // informer's first list it goes on watching the heap from a goroutine of its
 // own while the informer takes the list in (until a quarter of a second after
-// HasSynced, or the informer's stop), collecting at a fifth of the bound's margin:
-// client-go's hand-over allocates a few hundred bytes per object, most of it
-// garbage by the time the informer has synced, which in a cache of small
-// objects was a third of the live heap (docs/memory.md, "The start-up peak of
-// small caches"). The default,
+// HasSynced, or the informer's stop), collecting at a fifth of the bound's margin,
+// and from the goroutine that stores the list's objects, which calls the
+// informer's first index function for each of them (leanstore wraps it; the
+// values are the caller's): client-go's hand-over allocates a few hundred bytes
+// per object, most of it garbage by the time the informer has synced, which in
+// a cache of small objects was a third of the live heap (docs/memory.md, "The
+// start-up peak of small caches"). A collection forced there holds the
+// indexer's lock for its few milliseconds, during the first list only. The default,
 // 1.25, keeps the start-up and re-list peaks near the cache's own size instead
 // of about twice the live heap (GOGC=100), for the collections it forces:
 // docs/memory.md ("The defaults, measured") gives the peaks and the forced
