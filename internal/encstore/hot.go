@@ -54,14 +54,10 @@ func (h *hotCache) get(key string, ver *byte) (runtime.Object, bool) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	it, ok := h.items[key]
-	if !ok || it.ver != ver {
-		h.misses++
+	it := h.lookupLocked(key, ver)
+	if it == nil {
 		return nil, false
 	}
-	h.hits++
-	h.unlink(it)
-	h.pushFront(it)
 	return it.obj, true
 }
 
@@ -73,15 +69,11 @@ func (h *hotCache) copyOf(key string, ver *byte) (runtime.Object, bool) {
 		return nil, false
 	}
 	h.mu.Lock()
-	it, ok := h.items[key]
-	if !ok || it.ver != ver {
-		h.misses++
+	it := h.lookupLocked(key, ver)
+	if it == nil {
 		h.mu.Unlock()
 		return nil, false
 	}
-	h.hits++
-	h.unlink(it)
-	h.pushFront(it)
 	it.copying++
 	h.mu.Unlock()
 	obj := it.obj.DeepCopyObject()
@@ -89,6 +81,21 @@ func (h *hotCache) copyOf(key string, ver *byte) (runtime.Object, bool) {
 	it.copying--
 	h.mu.Unlock()
 	return obj, true
+}
+
+// lookupLocked returns the item of key at version ver, counted as a hit and
+// made the most recently read, or nil, counted as a miss. Called with h.mu
+// held.
+func (h *hotCache) lookupLocked(key string, ver *byte) *hotItem {
+	it, ok := h.items[key]
+	if !ok || it.ver != ver {
+		h.misses++
+		return nil
+	}
+	h.hits++
+	h.unlink(it)
+	h.pushFront(it)
+	return it
 }
 
 // put caches obj, which nobody else may hold, as key at version ver.

@@ -537,11 +537,11 @@ var Catalog = []Mutant{
 	// since it was read.
 	{
 		Name:   "encoded-hot-serves-changed",
-		Where:  "internal/encstore/hot.go: (*hotCache).copyOf",
+		Where:  "internal/encstore/hot.go: (*hotCache).lookupLocked",
 		Breaks: "a Get after an update returns the object as it was when last read, from the hot cache",
 		Edits: []Edit{{File: "internal/encstore/hot.go",
-			Old: "\tif !ok || it.ver != ver {\n\t\th.misses++\n\t\th.mu.Unlock()\n",
-			New: "\tif !ok {\n\t\th.misses++\n\t\th.mu.Unlock()\n"}},
+			Old: "\tif !ok || it.ver != ver {\n\t\th.misses++\n\t\treturn nil\n",
+			New: "\tif !ok {\n\t\th.misses++\n\t\treturn nil\n"}},
 		Cmd: encstorePackage,
 	},
 	// A hot-cache hit hands the caller a copy, which it owns as it would a
