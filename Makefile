@@ -90,7 +90,7 @@ bench-cr: apiserver ## the controller-runtime modes beside client-go and leansto
 BENCH_EVENTS_MODES ?= leanstore/typed-strip-mf-la/stream,client-go/typed-strip-mf-la/stream,leanstore/typed-lean/stream,leanstore/metadata-strip-mf-la/stream,client-go/metadata-strip-mf/stream,leanstore/metadata-lean/stream,leanstore/typed-strip-mf/stream,client-go/typed/stream,leanstore/typed-encoded/stream,leanstore/metadata-strip-mf/stream,client-go/metadata/stream,leanstore/metadata-encoded/stream,leanstore/typed-strip-mf-la-nointern/stream,leanstore/typed-strip-mf-la-nobound/stream
 BENCH_EVENTS_RATES ?= 100,1000,5000
 
-bench-events: apiserver ## the steady state: what a watch event costs each mode at BENCH_EVENTS_RATES writes/s (about 40 minutes; report in out/events/, table in out/events.txt)
+bench-events: apiserver ## the steady state: what a watch event costs each mode at BENCH_EVENTS_RATES writes/s (about 30 minutes; report in out/events/, table in out/events.txt)
 	@mkdir -p out/events
 	$(GO) run ./cmd/cachebench run --relists 0 --events $(BENCH_EVENTS_RATES) --mode-order given --modes '$(BENCH_EVENTS_MODES)' --out-dir out/events > out/events.txt; \
 		rc=$$?; cat out/events.txt; exit $$rc
