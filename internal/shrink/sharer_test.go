@@ -315,8 +315,14 @@ func TestWalkAfterTakesThePreviousVersionsEqualParts(t *testing.T) {
 				t.Fatalf("%s, pod %d: the cached version was written", c.name, i)
 			}
 			for j, part := range c.same {
-				if part(next) != part(prev) {
-					t.Errorf("%s, pod %d: part %d is not the cached version's", c.name, i, j)
+				// The cached version's own part (one sharing saw first in
+				// it) gives way to an equal canonical one, which the walk
+				// adopts first: when secondSighting's filter missed the
+				// cached version's sighting (by the hash seed, a run in
+				// about a thousand), a later Pod's value became canonical.
+				adopted := isCanonical(table, part(next)) && !isCanonical(table, part(prev))
+				if part(next) != part(prev) && !adopted {
+					t.Errorf("%s, pod %d: part %d is neither the cached version's nor canonical", c.name, i, j)
 				}
 			}
 			for j, part := range c.different {
@@ -333,6 +339,17 @@ func TestWalkAfterTakesThePreviousVersionsEqualParts(t *testing.T) {
 			t.Fatalf("pod %s: its IPs became canonical", p.Name)
 		}
 	}
+}
+
+// isCanonical reports whether p is the allocation of a canonical value of
+// table, of any type.
+func isCanonical(table *shareTable, p unsafe.Pointer) bool {
+	for k := range table.canonical {
+		if k.p == uintptr(p) && table.canonical[k].p.Value() != nil {
+			return true
+		}
+	}
+	return false
 }
 
 func containersOf(p *corev1.Pod) unsafe.Pointer {
