@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -18,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/cachetune/cachetune/pkg/leanstore"
 )
@@ -251,6 +253,9 @@ func contentFailures(s *subject, t truthSet) []string {
 		}
 	}
 	check("the store's", stored)
+	if d := namespaceIndexDiff(s.inf.GetIndexer()); d != "" {
+		out = append(out, fmt.Sprintf("%s: the namespace index differs from the store: %s", s.flavor, d))
+	}
 	if s.flavor.Encoded {
 		// Gets fill the encoded store's hot cache, which Lists then read
 		// from: a hot object kept past its version would show here, or in
@@ -269,6 +274,72 @@ func contentFailures(s *subject, t truthSet) []string {
 	check("the handlers' last", s.rec.objects())
 	s.contentFailed = s.contentFailed || len(out) > 0
 	return out
+}
+
+// namespaceIndexDiff compares an informer's namespace index (what a lister's
+// Pods(ns).List and ByIndex read) with its store: for every namespace the
+// store holds objects of, the index must give exactly those objects at the
+// same resourceVersions. The store is read before and after the index, and
+// the two compared only when the store did not change in between. "" when
+// they agree, or when the indexer has no namespace index.
+func namespaceIndexDiff(idx cache.Indexer) string {
+	if _, ok := idx.GetIndexers()[cache.NamespaceIndex]; !ok {
+		return ""
+	}
+	versions := func(objs []any) map[string]string {
+		out := make(map[string]string, len(objs))
+		for _, obj := range objs {
+			if m, err := meta.Accessor(obj); err == nil {
+				out[key(m.GetNamespace(), m.GetName())] = m.GetResourceVersion()
+			}
+		}
+		return out
+	}
+	for range 5 {
+		before := versions(idx.List())
+		byNamespace := map[string]map[string]string{}
+		for k, rv := range before {
+			ns, _, _ := strings.Cut(k, "/")
+			if byNamespace[ns] == nil {
+				byNamespace[ns] = map[string]string{}
+			}
+			byNamespace[ns][k] = rv
+		}
+		indexed := map[string]map[string]string{}
+		for ns := range byNamespace {
+			objs, err := idx.ByIndex(cache.NamespaceIndex, ns)
+			if err != nil {
+				return fmt.Sprintf("ByIndex(%q, %q): %v", cache.NamespaceIndex, ns, err)
+			}
+			indexed[ns] = versions(objs)
+		}
+		if !maps.Equal(before, versions(idx.List())) {
+			continue // the store changed while the index was read
+		}
+		for ns, want := range byNamespace {
+			if got := indexed[ns]; !maps.Equal(want, got) {
+				return fmt.Sprintf("namespace %s: the store holds %d objects, the index gives %d (%s)", ns, len(want), len(got), firstDifference(want, got))
+			}
+		}
+		return ""
+	}
+	return "the store kept changing while its index was read"
+}
+
+// firstDifference names a key whose resourceVersion differs between want and
+// got, or that only one of them has.
+func firstDifference(want, got map[string]string) string {
+	for _, k := range slices.Sorted(maps.Keys(want)) {
+		if rv, ok := got[k]; !ok || rv != want[k] {
+			return fmt.Sprintf("%s at %s in the store, %q in the index", k, want[k], rv)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(got)) {
+		if _, ok := want[k]; !ok {
+			return fmt.Sprintf("%s in the index only", k)
+		}
+	}
+	return ""
 }
 
 func indent(s string) string {

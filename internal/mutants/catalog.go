@@ -722,4 +722,16 @@ var Catalog = []Mutant{
 			New: "\t\t\ttick()\n\t\t\tvalues, _ := f(obj)\n\t\t\treturn values, nil"}},
 		Cmd: pacedIndexers,
 	},
+	// The same wrapper, losing the values it should pass on: every
+	// leanstore informer's namespace index is empty, and a lister's
+	// Pods(ns).List returns nothing.
+	{
+		Name:   "paced-index-drops-values",
+		Where:  "pkg/leanstore/informer.go: pacedIndexers",
+		Breaks: "the namespace index of every leanstore informer without an encoded store is empty: a lister's namespaced List returns nothing",
+		Edits: []Edit{{File: "pkg/leanstore/informer.go",
+			Old: "\t\t\ttick()\n\t\t\treturn f(obj)",
+			New: "\t\t\ttick()\n\t\t\t_, err := f(obj)\n\t\t\treturn nil, err"}},
+		Cmd: harness,
+	},
 }
