@@ -64,7 +64,7 @@ func WriteHTML(w io.Writer, r bench.Report) error {
 		Charts:       charts,
 	}
 	data.barCharts(r, rowsOf)
-	data.EventsP99, data.EventsP50, data.EventsCPU = eventCharts(firstRound(r))
+	data.EventsP99, data.EventsP50, data.EventsCPU = eventCharts(medianEvents(r))
 	if scale {
 		data.scaleCharts(firstRound(r))
 	}
@@ -290,7 +290,7 @@ saw (through cachebench's proxy): requests for the initial sync and every re-lis
 <figure>{{.Probe}}</figure>
 {{if .EventsP99}}
 <h2>Delivery latency against write rate</h2>
-<p class="meta">Each mode's steps of the events phase, at the rate each achieved: from a write sent to its event in the handler.</p>
+<p class="meta">Each mode's steps of the events phase, at the rate each achieved: from a write sent to its event in the handler.{{if gt .R.Plan.Rounds 1}} Each point is the median of the {{.R.Plan.Rounds}} rounds (the rate achieved, the latency and the CPU per event each).{{end}}</p>
 <h3>p99</h3>
 <figure>{{.EventsP99}}</figure>
 <h3>p50</h3>

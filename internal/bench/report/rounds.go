@@ -116,3 +116,120 @@ func pairedRatios(rs, bs []bench.Result, f func(bench.Result) float64) string {
 	}
 	return strings.Join(parts, " ")
 }
+
+// eventsRoundsSentences sum up the events phase of a run of several rounds:
+// for each mode and step, the median over the rounds of the rate achieved,
+// the CPU per event and the delivery p99, each round's beside it, the ratio
+// of each median to that of client-go's cache of the same kind (KindBaseline)
+// with the ratio of each round's pair, and the events lost over all rounds. A
+// round whose step failed is left out of that step's figures.
+func eventsRoundsSentences(r bench.Report) []string {
+	if r.Plan.Rounds <= 1 {
+		return nil
+	}
+	order, by := resultsByMode(r)
+	var out []string
+	for _, k := range order {
+		var parts []string
+		lost := 0
+		for i := range maxSteps(by[k]) {
+			rs := withStep(by[k], i)
+			if len(rs) == 0 {
+				continue
+			}
+			step := func(res bench.Result) bench.EventStep { return res.Events.Steps[i] }
+			achieved := func(res bench.Result) float64 { return step(res).AchievedRate }
+			cpu := func(res bench.Result) float64 { return step(res).CPUPerEvent }
+			p99 := func(res bench.Result) float64 { return step(res).Latency.P99 }
+			for _, res := range rs {
+				lost += step(res).Lost
+			}
+			p := fmt.Sprintf("%s/s asked (%s achieved): CPU %s µs per event (%s)",
+				trimFloat(step(rs[0]).Rate), joinEach(rs, achieved, "%.0f"), fmtMedian(rs, cpu, "%.0f"), joinEach(rs, cpu, "%.0f"))
+			bs := withStep(by[modeKey{KindBaseline(k.mode), k.resource}], i)
+			compared := len(bs) > 0 && KindBaseline(k.mode) != k.mode
+			if compared {
+				p += fmt.Sprintf(", %.2fx (%s)", ratioOf(median(rs, cpu), median(bs, cpu)), pairedRatios(rs, bs, cpu))
+			}
+			p += fmt.Sprintf(", p99 %s ms (%s)", fmtMedian(rs, p99, "%.1f"), joinEach(rs, p99, "%.1f"))
+			if compared {
+				p += fmt.Sprintf(", %.2fx (%s)", ratioOf(median(rs, p99), median(bs, p99)), pairedRatios(rs, bs, p99))
+			}
+			parts = append(parts, p)
+		}
+		if len(parts) == 0 {
+			continue
+		}
+		line := k.mode
+		if multiResource(r) {
+			line += " (" + k.resource + ")"
+		}
+		if base := KindBaseline(k.mode); base != k.mode {
+			line += ", against " + base
+		}
+		out = append(out, fmt.Sprintf("%s, events: %s; lost %d.", line, strings.Join(parts, "; "), lost))
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	head := fmt.Sprintf("Events, %d rounds: for each step, the rate achieved in each round; the CPU per event and the delivery p99, the median of the rounds, then each round's in order; the ratio is of the medians, against client-go's cache of the same kind, then of each round's pair.", r.Plan.Rounds)
+	return append([]string{head}, out...)
+}
+
+// maxSteps is the most steps an events phase of rs has.
+func maxSteps(rs []bench.Result) int {
+	n := 0
+	for _, res := range rs {
+		if res.Events != nil {
+			n = max(n, len(res.Events.Steps))
+		}
+	}
+	return n
+}
+
+// withStep is rs without the results whose events phase has no step i or
+// whose step i failed.
+func withStep(rs []bench.Result, i int) []bench.Result {
+	return slices.DeleteFunc(slices.Clone(rs), func(res bench.Result) bool {
+		return res.Events == nil || len(res.Events.Steps) <= i || res.Events.Steps[i].Error != ""
+	})
+}
+
+// medianEvents is r with one result per mode whose events steps are the
+// medians over the rounds (the rate achieved, the CPU per event and the
+// delivery p50 and p99; a round whose step failed left out): what the events
+// charts of a run of several rounds draw. A run of one round is returned
+// whole.
+func medianEvents(r bench.Report) bench.Report {
+	if r.Plan.Rounds <= 1 {
+		return r
+	}
+	order, by := resultsByMode(r)
+	out := r
+	out.Results = nil
+	for _, k := range order {
+		res := by[k][0]
+		if res.Events == nil {
+			out.Results = append(out.Results, res)
+			continue
+		}
+		ev := *res.Events
+		ev.Steps = nil
+		for i := range maxSteps(by[k]) {
+			rs := withStep(by[k], i)
+			if len(rs) == 0 {
+				continue
+			}
+			step := func(res bench.Result) bench.EventStep { return res.Events.Steps[i] }
+			st := step(rs[0])
+			st.AchievedRate = median(rs, func(res bench.Result) float64 { return step(res).AchievedRate })
+			st.CPUPerEvent = median(rs, func(res bench.Result) float64 { return step(res).CPUPerEvent })
+			st.Latency.P50 = median(rs, func(res bench.Result) float64 { return step(res).Latency.P50 })
+			st.Latency.P99 = median(rs, func(res bench.Result) float64 { return step(res).Latency.P99 })
+			ev.Steps = append(ev.Steps, st)
+		}
+		res.Events = &ev
+		out.Results = append(out.Results, res)
+	}
+	return out
+}

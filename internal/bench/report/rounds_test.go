@@ -78,3 +78,103 @@ func TestKindBaseline(t *testing.T) {
 		}
 	}
 }
+
+// eventsRoundsReport is roundsReport's typed pair with an events phase of two
+// steps in each round; leanstore's second step failed in round 2 and lost two
+// events in round 3's first.
+func eventsRoundsReport() bench.Report {
+	r := roundsReport(map[string][3]float64{
+		"client-go/typed/stream":      {157, 300, 146},
+		"leanstore/typed-lean/stream": {231, 243, 268},
+	})
+	type fig struct{ achieved, cpu, p99 float64 }
+	steps := map[string][3][2]fig{
+		"client-go/typed/stream": {
+			{{100, 400, 20}, {200, 300, 40}},
+			{{100, 500, 10}, {190, 200, 50}},
+			{{100, 420, 30}, {200, 250, 60}},
+		},
+		"leanstore/typed-lean/stream": {
+			{{100, 360, 10}, {200, 240, 30}},
+			{{100, 450, 30}, {180, 0, 0}}, // step 2 failed in round 2
+			{{100, 380, 20}, {200, 300, 40}},
+		},
+	}
+	for i := range r.Results {
+		res := &r.Results[i]
+		ev := &bench.EventsPhase{Objects: 1000}
+		for j, f := range steps[res.Mode][res.Round-1] {
+			st := bench.EventStep{Index: j + 1, Rate: float64(100 * (j + 1)), AchievedRate: f.achieved, CPUPerEvent: f.cpu}
+			st.Latency.P99, st.Latency.Count = f.p99, 1000
+			if res.Mode == "leanstore/typed-lean/stream" && res.Round == 2 && j == 1 {
+				st.Error = "the watch ended"
+			}
+			if res.Mode == "leanstore/typed-lean/stream" && res.Round == 3 && j == 0 {
+				st.Lost = 2
+			}
+			ev.Steps = append(ev.Steps, st)
+		}
+		res.Events = ev
+	}
+	return r
+}
+
+// TestEventsRoundsSentencesGiveMediansAndPairedRatios checks the summary of
+// the events phase of a run of rounds: for each step, the rate achieved in
+// each round, the median CPU per event and p99 with each round's, their
+// ratios to client-go's cache of the same kind, a failed step left out, and
+// the events lost over all rounds.
+func TestEventsRoundsSentencesGiveMediansAndPairedRatios(t *testing.T) {
+	got := Summary(eventsRoundsReport())
+	for _, want := range []string{
+		"leanstore/typed-lean/stream, against client-go/typed/stream, events: " +
+			"100/s asked (100 100 100 achieved): CPU 380 µs per event (360 450 380), 0.90x (0.90 0.90 0.90), p99 20.0 ms (10.0 30.0 20.0), 1.00x (0.50 3.00 0.67); " +
+			"200/s asked (200 200 achieved): CPU 270 µs per event (240 300), 1.08x (0.80 1.20), p99 35.0 ms (30.0 40.0), 0.70x (0.75 0.67); lost 2.",
+		"client-go/typed/stream, events: 100/s asked (100 100 100 achieved): CPU 420 µs per event (400 500 420), p99 20.0 ms (20.0 10.0 30.0); " +
+			"200/s asked (200 190 200 achieved): CPU 250 µs per event (300 200 250), p99 50.0 ms (40.0 50.0 60.0); lost 0.",
+	} {
+		if !slices.Contains(got, want) {
+			t.Errorf("the summary lacks %q; it is:\n%s", want, strings.Join(got, "\n"))
+		}
+	}
+	n := 0
+	for _, line := range got {
+		if strings.HasPrefix(line, "leanstore/typed-lean/stream, events on") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("the events sentence of leanstore/typed-lean/stream appears %d times, want once (the first round's)", n)
+	}
+}
+
+// TestMedianEventsTakeEachStepsMedian checks what the events charts of a run
+// of rounds draw: one line per mode, each step at the medians of its rounds,
+// a failed step left out.
+func TestMedianEventsTakeEachStepsMedian(t *testing.T) {
+	r := medianEvents(eventsRoundsReport())
+	type point struct{ achieved, cpu, p99 float64 }
+	want := map[string][]point{
+		"client-go/typed/stream":      {{100, 420, 20}, {200, 250, 50}},
+		"leanstore/typed-lean/stream": {{100, 380, 20}, {200, 270, 35}},
+	}
+	if len(r.Results) != len(want) {
+		t.Fatalf("%d results, want one per mode (%d)", len(r.Results), len(want))
+	}
+	for _, res := range r.Results {
+		var got []point
+		for _, st := range res.Events.Steps {
+			got = append(got, point{st.AchievedRate, st.CPUPerEvent, st.Latency.P99})
+		}
+		if !slices.Equal(got, want[res.Mode]) {
+			t.Errorf("%s: steps %v, want %v", res.Mode, got, want[res.Mode])
+		}
+	}
+	var html strings.Builder
+	if err := WriteHTML(&html, eventsRoundsReport()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(html.String(), "Each point is the median of the 3 rounds") {
+		t.Error("the HTML report does not say its events charts draw the medians of the rounds")
+	}
+}

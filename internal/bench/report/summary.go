@@ -16,7 +16,7 @@ const BaselineMode = "client-go/typed/stream"
 // and peak ratios, and each other mode's against it (of the first round, in a
 // run of several, whose medians follow: roundsSentences).
 func Summary(r bench.Report) []string {
-	rounds := roundsSentences(r)
+	rounds, eventsRounds := roundsSentences(r), eventsRoundsSentences(r)
 	r = firstRound(r)
 	var out []string
 	for _, d := range r.Datasets {
@@ -85,8 +85,9 @@ func Summary(r bench.Report) []string {
 	if line := samplingSentence(r); line != "" {
 		out = append(out, line)
 	}
+	out = append(out, eventsSentences(r)...)
 	out = append(out, rounds...)
-	return append(out, eventsSentences(r)...)
+	return append(out, eventsRounds...)
 }
 
 // samplingSentence says how finely the peaks were really sampled: the
