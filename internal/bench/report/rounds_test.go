@@ -55,13 +55,7 @@ func TestRoundsSentencesGiveMediansAndPairedRatios(t *testing.T) {
 	if !slices.Contains(got, "Round 1 of 3 (the medians of all rounds follow):") {
 		t.Errorf("the summary does not say its per-mode sentences are of the first round:\n%s", strings.Join(got, "\n"))
 	}
-	n := 0
-	for _, line := range got {
-		if strings.HasPrefix(line, "leanstore/typed-lean/stream: 1.0 KB per object") {
-			n++
-		}
-	}
-	if n != 1 {
+	if n := withPrefix(got, "leanstore/typed-lean/stream: 1.0 KB per object"); n != 1 {
 		t.Errorf("the per-mode sentence of leanstore/typed-lean/stream appears %d times, want once (the first round's)", n)
 	}
 }
@@ -137,13 +131,7 @@ func TestEventsRoundsSentencesGiveMediansAndPairedRatios(t *testing.T) {
 			t.Errorf("the summary lacks %q; it is:\n%s", want, strings.Join(got, "\n"))
 		}
 	}
-	n := 0
-	for _, line := range got {
-		if strings.HasPrefix(line, "leanstore/typed-lean/stream, events on") {
-			n++
-		}
-	}
-	if n != 1 {
+	if n := withPrefix(got, "leanstore/typed-lean/stream, events on"); n != 1 {
 		t.Errorf("the events sentence of leanstore/typed-lean/stream appears %d times, want once (the first round's)", n)
 	}
 }
@@ -177,4 +165,15 @@ func TestMedianEventsTakeEachStepsMedian(t *testing.T) {
 	if !strings.Contains(html.String(), "Each point is the median of the 3 rounds") {
 		t.Error("the HTML report does not say its events charts draw the medians of the rounds")
 	}
+}
+
+// withPrefix counts the lines that start with prefix.
+func withPrefix(lines []string, prefix string) int {
+	n := 0
+	for _, line := range lines {
+		if strings.HasPrefix(line, prefix) {
+			n++
+		}
+	}
+	return n
 }
