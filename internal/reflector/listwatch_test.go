@@ -91,7 +91,12 @@ func (r *loopReporter) WireChanged(wire string) {
 // testListWatch is the ListWatch of pods from src in mode, scoped to the
 // label selector app=shop.
 func testListWatch(src Source, mode StreamingMode, r Reporter) *ListWatch {
-	return New(Config{
+	return New(testConfig(src, mode, r))
+}
+
+// testConfig is testListWatch's configuration, for a test to change.
+func testConfig(src Source, mode StreamingMode, r Reporter) Config {
+	return Config{
 		Resource: func() schema.GroupResource { return podsGR },
 		Example:  &corev1.Pod{},
 		Source:   src,
@@ -109,7 +114,7 @@ func testListWatch(src Source, mode StreamingMode, r Reporter) *ListWatch {
 		Backoff:   backoff.Default(),
 		Reporter:  r,
 		Logger:    logr.Discard(),
-	})
+	}
 }
 
 // next reads w's next event, or fails the test after a while.

@@ -15,15 +15,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/cachetune/cachetune/internal/leakcheck"
-	"github.com/cachetune/cachetune/internal/shrink"
-	"github.com/cachetune/cachetune/pkg/backoff"
 )
 
 // testReporter records what a pacer reports, as leanstore's status reporter does in
@@ -601,17 +597,9 @@ func TestPacerHandOverTicksCollectInTheInformersGoroutine(t *testing.T) {
 func TestPacerOfAFirstListIsTickedByTheIndexer(t *testing.T) {
 	handOverTest(t)
 	r := &loopReporter{}
-	lw := New(Config{
-		Resource:  func() schema.GroupResource { return podsGR },
-		Example:   &corev1.Pod{},
-		Source:    &fakeSource{pods: []corev1.Pod{*testPod("a", "7"), *testPod("b", "8")}, rv: "9"},
-		HeapBound: 1.25,
-		Streaming: StreamingOff,
-		Strip:     shrink.NewPipeline(shrink.Config{ManagedFields: true}),
-		Backoff:   backoff.Default(),
-		Reporter:  r,
-		Logger:    logr.Discard(),
-	})
+	c := testConfig(&fakeSource{pods: []corev1.Pod{*testPod("a", "7"), *testPod("b", "8")}, rv: "9"}, StreamingOff, r)
+	c.ListOptions, c.HeapBound = nil, 1.25
+	lw := New(c)
 	var taken atomic.Bool
 	lw.GuardHandOver(taken.Load)
 	if _, err := lw.ListWithContext(t.Context(), metav1.ListOptions{ResourceVersion: "0"}); err != nil {
