@@ -278,8 +278,9 @@ func contentFailures(s *subject, t truthSet) []string {
 
 // namespaceIndexDiff compares an informer's namespace index (what a lister's
 // Pods(ns).List and ByIndex read) with its store: for every namespace the
-// store holds objects of, the index must give exactly those objects at the
-// same resourceVersions. The store is read before and after the index, and
+// store holds objects of or the index has a value for, the index must give
+// exactly the store's objects of it at the same resourceVersions (a namespace
+// the store no longer holds must give none). The store is read before and after the index, and
 // the two compared only when the store did not change in between. "" when
 // they agree, or when the indexer has no namespace index.
 func namespaceIndexDiff(idx cache.Indexer) string {
@@ -305,8 +306,11 @@ func namespaceIndexDiff(idx cache.Indexer) string {
 			}
 			byNamespace[ns][k] = rv
 		}
+		namespaces := slices.Concat(slices.Collect(maps.Keys(byNamespace)), idx.ListIndexFuncValues(cache.NamespaceIndex))
+		slices.Sort(namespaces)
+		namespaces = slices.Compact(namespaces)
 		indexed := map[string]map[string]string{}
-		for ns := range byNamespace {
+		for _, ns := range namespaces {
 			objs, err := idx.ByIndex(cache.NamespaceIndex, ns)
 			if err != nil {
 				return fmt.Sprintf("ByIndex(%q, %q): %v", cache.NamespaceIndex, ns, err)
@@ -316,8 +320,8 @@ func namespaceIndexDiff(idx cache.Indexer) string {
 		if !maps.Equal(before, versions(idx.List())) {
 			continue // the store changed while the index was read
 		}
-		for ns, want := range byNamespace {
-			if got := indexed[ns]; !maps.Equal(want, got) {
+		for ns, got := range indexed {
+			if want := byNamespace[ns]; !maps.Equal(want, got) {
 				return fmt.Sprintf("namespace %s: the store holds %d objects, the index gives %d (%s)", ns, len(want), len(got), firstDifference(want, got))
 			}
 		}

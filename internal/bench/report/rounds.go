@@ -132,6 +132,7 @@ func eventsRoundsSentences(r bench.Report) []string {
 	for _, k := range order {
 		var parts []string
 		lost := 0
+		base := KindBaseline(k.mode)
 		for i := range maxSteps(by[k]) {
 			rs := withStep(by[k], i)
 			if len(rs) == 0 {
@@ -146,8 +147,8 @@ func eventsRoundsSentences(r bench.Report) []string {
 			}
 			p := fmt.Sprintf("%s/s asked (%s achieved): CPU %s µs per event (%s)",
 				trimFloat(step(rs[0]).Rate), joinEach(rs, achieved, "%.0f"), fmtMedian(rs, cpu, "%.0f"), joinEach(rs, cpu, "%.0f"))
-			bs := withStep(by[modeKey{KindBaseline(k.mode), k.resource}], i)
-			compared := len(bs) > 0 && KindBaseline(k.mode) != k.mode
+			bs := withStep(by[modeKey{base, k.resource}], i)
+			compared := len(bs) > 0 && base != k.mode
 			if compared {
 				p += fmt.Sprintf(", %.2fx (%s)", ratioOf(median(rs, cpu), median(bs, cpu)), pairedRatios(rs, bs, cpu))
 			}
@@ -164,7 +165,7 @@ func eventsRoundsSentences(r bench.Report) []string {
 		if multiResource(r) {
 			line += " (" + k.resource + ")"
 		}
-		if base := KindBaseline(k.mode); base != k.mode {
+		if base != k.mode {
 			line += ", against " + base
 		}
 		out = append(out, fmt.Sprintf("%s, events: %s; lost %d.", line, strings.Join(parts, "; "), lost))
