@@ -734,4 +734,16 @@ var Catalog = []Mutant{
 			New: "\t\t\ttick()\n\t\t\t_, err := f(obj)\n\t\t\treturn nil, err"}},
 		Cmd: harness,
 	},
+	// The same wrapper, adding a value of its own: the index gives a
+	// namespace the store holds no object in, and a lister's
+	// Pods("ghost-ns").List returns every object.
+	{
+		Name:   "paced-index-ghost-namespace",
+		Where:  "pkg/leanstore/informer.go: pacedIndexers",
+		Breaks: "the namespace index of every leanstore informer without an encoded store files each object under a namespace it is not in as well: a lister's List of that namespace returns objects of others",
+		Edits: []Edit{{File: "pkg/leanstore/informer.go",
+			Old: "\t\t\ttick()\n\t\t\treturn f(obj)",
+			New: "\t\t\ttick()\n\t\t\tv, err := f(obj)\n\t\t\treturn append(v, \"ghost-ns\"), err"}},
+		Cmd: harness,
+	},
 }
