@@ -403,7 +403,11 @@ func (w *writer) patchBurst(ctx context.Context, n int) error {
 // newPod returns the next Pod to create, and whether it has the finalizer.
 // Its labels, container, environment and resources take a few values each,
 // so that Pods often have equal parts (which WithSharing stores once) and
-// parts that differ in one value only.
+// parts that differ in one value only. The Pods of one app have one
+// controller (a ReplicaSet that does not exist: the server runs no garbage
+// collector), as a workload's do: sharing walks a Pod it gets without a
+// previous version beside another of its controller's, whose parts differ
+// from its own in those few values.
 func (w *writer) newPod(ns string) (*corev1.Pod, bool) {
 	w.seq++
 	name := fmt.Sprintf("p-%04d", w.seq)
@@ -411,11 +415,16 @@ func (w *writer) newPod(ns string) (*corev1.Pod, bool) {
 	tier := tiers[w.rnd.IntN(len(tiers))]
 	mode := []string{"prod", "canary"}[w.rnd.IntN(2)]
 	cpu := []string{"100m", "250m"}[w.rnd.IntN(2)]
+	app, controller := fmt.Sprintf("app-%d", w.seq%3), true
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: ns,
-			Labels:      map[string]string{runLabel: w.run, "app": fmt.Sprintf("app-%d", w.seq%3), "tier": tier, "gen": "0"},
+			Labels:      map[string]string{runLabel: w.run, "app": app, "tier": tier, "gen": "0"},
 			Annotations: map[string]string{"kubectl.kubernetes.io/last-applied-configuration": `{"kind":"Pod","metadata":{"name":"` + name + `"}}`},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: "apps/v1", Kind: "ReplicaSet", Name: app,
+				UID: types.UID(fmt.Sprintf("00000000-0000-4000-8000-%012d", w.seq%3)), Controller: &controller,
+			}},
 		},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{
 			Name: "app", Image: "registry.example.com/shop/app:1",

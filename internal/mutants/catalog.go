@@ -746,4 +746,29 @@ var Catalog = []Mutant{
 			New: "\t\t\ttick()\n\t\t\tv, err := f(obj)\n\t\t\treturn append(v, \"ghost-ns\"), err"}},
 		Cmd: harness,
 	},
+	// Sharing walks an object without a previous version beside a sibling
+	// (another object of its controller) and takes the sibling's canonical
+	// parts that are equal to its own; one taken without the comparison
+	// gives the object its sibling's labels, containers or env.
+	{
+		Name:   "share-sibling-unequal",
+		Where:  "internal/shrink/sharer.go: (*sharer).canonicalPrev",
+		Breaks: "a Pod added with a controller takes its sibling's canonical labels, containers and owner references even where its own differ (WithSharing)",
+		Edits: []Edit{{File: "internal/shrink/sharer.go",
+			Old: "if e.n != n || (n >= 0 && prev.Len() != n) || !equalValues(v, prev) {",
+			New: "if !s.sibling && (e.n != n || (n >= 0 && prev.Len() != n) || !equalValues(v, prev)) {"}},
+		Cmd: harness,
+	},
+	// A sibling's own parts (those sharing has not made canonical) are no
+	// other object's; taking an equal one, as a new version takes its
+	// previous version's, links two objects outside the share table.
+	{
+		Name:   "share-sibling-own-parts",
+		Where:  "internal/shrink/sharer.go: (*sharer).ownPrev",
+		Breaks: "objects of one controller hold one copy of parts the share table does not know: the mutation guard does not watch them, and a second walk of the sibling may write into them while the other object is cached (WithSharing)",
+		Edits: []Edit{{File: "internal/shrink/sharer.go",
+			Old: "if !s.containers || s.track || s.sibling || !prev.IsValid()",
+			New: "if !s.containers || s.track || !prev.IsValid()"}},
+		Cmd: shrinkPackage,
+	},
 }

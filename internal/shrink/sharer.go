@@ -51,6 +51,11 @@ type sharer struct {
 
 	topMap unsafe.Pointer // an unstructured object's own map: unique to it, never shared
 	inMeta bool           // walking the metadata map of an unstructured object
+
+	// sibling is set when prev is not a version of the object but another
+	// object of the same controller (see siblingOf): its canonical parts
+	// are taken where equal, never its own ones (ownPrev, topFields).
+	sibling bool
 }
 
 type pathElem struct {
@@ -68,6 +73,20 @@ type pathElem struct {
 // part of obj equal to prev's part at the same place takes prev's (see
 // walk), which is most of a MODIFIED object, found by one comparison rather
 // than by hashing it and looking it up.
+//
+// Without prev, an object with a controller (a Pod of a ReplicaSet) is
+// walked beside its sibling, an object of the same controller this table
+// walked before and keeps for it (siblingOf, setSibling): the Pods of one
+// workload hold equal containers, volumes, labels and owner references, and
+// a part equal to the sibling's canonical one takes it after one
+// comparison, neither descended into, hashed nor looked up. Only canonical
+// parts are taken from a sibling, never its own parts nor its strings, which
+// may be its own too (the first object to hold a value keeps its copy): its
+// own are no other object's (ownPrev and topFields are for versions of one
+// object), and with them an object's second walk (client-go's second pass
+// over a listed object) would find other values than its first and write
+// them. Typed objects and metadata only: an unstructured object's owner
+// references are not read without building them.
 func walkObject(t *shareTable, obj, prev any, containers bool) {
 	v := reflect.ValueOf(obj)
 	if v.Kind() != reflect.Pointer || v.IsNil() {
@@ -85,12 +104,21 @@ func walkObject(t *shareTable, obj, prev any, containers bool) {
 		s.track = true
 		s.key = objectKey(obj)
 	}
+	var owner string // obj's controller, when obj may have a sibling
+	if walkSiblings && containers && !s.track && s.topMap == nil && prev == nil {
+		owner = controllerOf(obj)
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.objects++
 	if pv.IsValid() && !s.track && pv.Kind() == reflect.Struct && s.topMap == nil {
 		s.topFields(v.Elem(), pv)
 		return
+	}
+	if owner != "" {
+		pv = t.siblingOf(owner, v)
+		s.sibling = pv.IsValid()
+		defer t.setSibling(owner, v)
 	}
 	s.walk(v.Elem(), pv)
 }
@@ -211,7 +239,9 @@ func (s *sharer) str(v, prev reflect.Value, unique bool) (uint64, bool) {
 	if unique || !s.write || !v.CanSet() || str == "" {
 		return h, false
 	}
-	if prev.IsValid() {
+	// A sibling's string may be its own, not the canonical copy (the first
+	// object to hold a string keeps it): not taken.
+	if prev.IsValid() && !s.sibling {
 		if p := prev.String(); p == str {
 			if unsafe.StringData(p) == unsafe.StringData(str) {
 				return h, false
@@ -307,7 +337,7 @@ func (s *sharer) canonicalPrev(v, prev reflect.Value, n int) (e *canonEntry, hel
 // ones are prev's parts now, so the comparison is mostly of pointers. Not
 // under the mutation guard, which watches canonical values only.
 func (s *sharer) ownPrev(v, prev reflect.Value) bool {
-	if !s.containers || s.track || !prev.IsValid() || prev.IsNil() || !v.CanSet() {
+	if !s.containers || s.track || s.sibling || !prev.IsValid() || prev.IsNil() || !v.CanSet() {
 		return false
 	}
 	if dataPointer(v) == dataPointer(prev) || !equalValues(v, prev) {
@@ -622,7 +652,7 @@ func (s *sharer) iface(v, prev reflect.Value) (uint64, bool) {
 		if str == "" {
 			return h, false
 		}
-		if pe.IsValid() && pe.String() == str {
+		if pe.IsValid() && pe.String() == str && !s.sibling {
 			if unsafe.StringData(pe.String()) == unsafe.StringData(str) {
 				return h, false
 			}
@@ -668,3 +698,8 @@ func (s *sharer) pathString() string {
 	}
 	return b.String()
 }
+
+// walkSiblings makes walkObject walk an object without a previous version
+// beside its sibling (a variable only so that tests and BenchmarkShareList
+// can compare without it).
+var walkSiblings = true

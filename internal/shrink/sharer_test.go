@@ -284,7 +284,7 @@ func BenchmarkShareList(b *testing.B) {
 
 // listedPod is the dataset's Pod i with managedFields and last-applied
 // stripped, as a lean informer lists it, and its JSON.
-func listedPod(b *testing.B, spec dataset.Spec, i int) (*corev1.Pod, []byte) {
+func listedPod(b testing.TB, spec dataset.Spec, i int) (*corev1.Pod, []byte) {
 	p := dataset.NewPod(spec, i, shareNow)
 	p.ManagedFields = nil
 	delete(p.Annotations, lastAppliedAnnotation)
@@ -297,7 +297,7 @@ func listedPod(b *testing.B, spec dataset.Spec, i int) (*corev1.Pod, []byte) {
 
 // decodePod decodes a Pod from JSON: every part of it an allocation of its
 // own, as a decoded Pod's are.
-func decodePod(b *testing.B, body []byte) *corev1.Pod {
+func decodePod(b testing.TB, body []byte) *corev1.Pod {
 	p := &corev1.Pod{}
 	if err := json.Unmarshal(body, p); err != nil {
 		b.Fatal(err)

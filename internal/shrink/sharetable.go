@@ -7,6 +7,8 @@ import (
 	"sync"
 	"unsafe"
 	"weak"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // shareTable holds the canonical values of one Pipeline (an informer's, or a
@@ -64,6 +66,10 @@ type shareTable struct {
 	// guarded is true when the mutation guard watches the shared values:
 	// each canonical value then carries a guardRecord.
 	guarded bool
+
+	// siblings holds, by controller uid, an object of that controller
+	// walked without a previous version (see walkObject, setSibling).
+	siblings map[string]siblingRef
 }
 
 type strEntry struct {
@@ -410,4 +416,66 @@ func fromPointer(t reflect.Type, p unsafe.Pointer, n int) reflect.Value {
 		*(*unsafe.Pointer)(out.Addr().UnsafePointer()) = p
 	}
 	return out
+}
+
+// maxSiblings bounds the controllers a table keeps a sibling of
+// (siblingOf): past it the record starts again.
+const maxSiblings = 64
+
+// siblingRef is the sibling kept for one controller: a weak pointer, so that
+// a sibling is freed with the last cached object, as canonical values are.
+type siblingRef struct {
+	p weak.Pointer[byte]
+	t reflect.Type // the object's pointer type
+	n int          // objects recorded for the controller, up to 2
+}
+
+// siblingOf returns the struct of the sibling kept for controller owner,
+// when it is alive, of v's type and not v's object itself, or an invalid
+// Value. Called with t.mu held.
+func (t *shareTable) siblingOf(owner string, v reflect.Value) reflect.Value {
+	ref, ok := t.siblings[owner]
+	if !ok || ref.t != v.Type() {
+		return reflect.Value{}
+	}
+	p := ref.p.Value()
+	if p == nil || unsafe.Pointer(p) == v.UnsafePointer() {
+		return reflect.Value{}
+	}
+	return reflect.NewAt(ref.t.Elem(), unsafe.Pointer(p)).Elem()
+}
+
+// setSibling keeps obj (v) as controller owner's sibling unless the table
+// keeps one already that is alive and not the controller's first object:
+// the first object of a value keeps its own copy and the second's becomes
+// the canonical one (secondSighting), so the second object walked of a
+// controller is the sibling whose parts later ones can take. Called with
+// t.mu held.
+func (t *shareTable) setSibling(owner string, v reflect.Value) {
+	ref, ok := t.siblings[owner]
+	if ok && ref.n >= 2 && ref.p.Value() != nil {
+		return
+	}
+	if t.siblings == nil {
+		t.siblings = make(map[string]siblingRef)
+	}
+	if !ok && len(t.siblings) >= maxSiblings {
+		clear(t.siblings)
+	}
+	t.siblings[owner] = siblingRef{p: weak.Make((*byte)(v.UnsafePointer())), t: v.Type(), n: min(ref.n+1, 2)}
+}
+
+// controllerOf returns the uid of obj's controller (its owner reference
+// marked controller), or "".
+func controllerOf(obj any) string {
+	m, ok := obj.(metav1.Object)
+	if !ok {
+		return ""
+	}
+	for _, r := range m.GetOwnerReferences() {
+		if r.Controller != nil && *r.Controller && r.UID != "" {
+			return string(r.UID)
+		}
+	}
+	return ""
 }
