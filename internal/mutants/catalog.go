@@ -753,7 +753,7 @@ var Catalog = []Mutant{
 	{
 		Name:   "share-sibling-unequal",
 		Where:  "internal/shrink/sharer.go: (*sharer).canonicalPrev",
-		Breaks: "a Pod added with a controller takes its sibling's canonical labels, containers and owner references even where its own differ (WithSharing)",
+		Breaks: "a Pod listed or added with a controller takes its sibling's canonical labels, containers and owner references even where its own differ (WithSharing)",
 		Edits: []Edit{{File: "internal/shrink/sharer.go",
 			Old: "if e.n != n || (n >= 0 && prev.Len() != n) || !equalValues(v, prev) {",
 			New: "if !s.sibling && (e.n != n || (n >= 0 && prev.Len() != n) || !equalValues(v, prev)) {"}},
