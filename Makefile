@@ -112,7 +112,7 @@ bench-events: apiserver ## the steady state: what a watch event costs each mode 
 BENCH_SYNC_MODES  ?= leanstore/typed-strip-mf-la/stream,leanstore/typed-lean/stream,client-go/typed/stream,leanstore/typed-lean/list,leanstore/typed-strip-mf-la/list,leanstore/metadata-lean/stream,client-go/metadata/stream,leanstore/metadata-strip-mf-la/stream,leanstore/metadata-lean/list
 BENCH_SYNC_ROUNDS ?= 3
 
-bench-sync: apiserver ## sync CPU in rounds: BENCH_SYNC_MODES synced BENCH_SYNC_ROUNDS times each, in turns; medians, and the ratio to client-go's cache of the same kind per round (about 15 minutes; report in out/sync/, table in out/sync.txt)
+bench-sync: apiserver ## sync CPU in rounds: BENCH_SYNC_MODES synced BENCH_SYNC_ROUNDS times each, in turns; medians, and the ratio to client-go's cache of the same kind per round (a few minutes; report in out/sync/, table in out/sync.txt)
 	@mkdir -p out/sync
 	$(GO) run ./cmd/cachebench run --relists 0 --rounds $(BENCH_SYNC_ROUNDS) --mode-order given --modes '$(BENCH_SYNC_MODES)' --out-dir out/sync > out/sync.txt; \
 		rc=$$?; cat out/sync.txt; exit $$rc
