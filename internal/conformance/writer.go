@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 )
 
 // runLabel marks the objects of one run; every informer selects on it, so
@@ -415,7 +416,7 @@ func (w *writer) newPod(ns string) (*corev1.Pod, bool) {
 	tier := tiers[w.rnd.IntN(len(tiers))]
 	mode := []string{"prod", "canary"}[w.rnd.IntN(2)]
 	cpu := []string{"100m", "250m"}[w.rnd.IntN(2)]
-	app, controller := fmt.Sprintf("app-%d", w.seq%3), true
+	app := fmt.Sprintf("app-%d", w.seq%3)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: ns,
@@ -423,7 +424,7 @@ func (w *writer) newPod(ns string) (*corev1.Pod, bool) {
 			Annotations: map[string]string{"kubectl.kubernetes.io/last-applied-configuration": `{"kind":"Pod","metadata":{"name":"` + name + `"}}`},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: "apps/v1", Kind: "ReplicaSet", Name: app,
-				UID: types.UID(fmt.Sprintf("00000000-0000-4000-8000-%012d", w.seq%3)), Controller: &controller,
+				UID: types.UID(fmt.Sprintf("00000000-0000-4000-8000-%012d", w.seq%3)), Controller: ptr.To(true),
 			}},
 		},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{

@@ -3,6 +3,8 @@ package shrink
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -186,7 +188,7 @@ func pointersOf(v reflect.Value, out []uintptr) []uintptr {
 		out = append(out, uintptr(v.UnsafePointer()))
 		keys := v.MapKeys()
 		if v.Type().Key().Kind() == reflect.String {
-			sortStrings(keys)
+			slices.SortFunc(keys, func(a, b reflect.Value) int { return strings.Compare(a.String(), b.String()) })
 		}
 		for _, k := range keys {
 			out = pointersOf(k, out)
@@ -202,12 +204,4 @@ func pointersOf(v reflect.Value, out []uintptr) []uintptr {
 		}
 	}
 	return out
-}
-
-func sortStrings(keys []reflect.Value) {
-	for i := 1; i < len(keys); i++ {
-		for j := i; j > 0 && keys[j].String() < keys[j-1].String(); j-- {
-			keys[j], keys[j-1] = keys[j-1], keys[j]
-		}
-	}
 }
