@@ -71,6 +71,10 @@ var (
 	// pacedIndexers is the test of the index functions leanstore gives
 	// client-go (informer_index_test.go), which needs no API server.
 	pacedIndexers = Command{Pkg: "./pkg/leanstore/", Run: "^TestPacedIndexers", Short: true, Timeout: 5 * time.Minute}
+	// pacedHandlers is leanstore's test of the wrapper of the handlers it
+	// gives client-go, which pass every call on and tick the heap bound for
+	// each initial add (handlers_test.go).
+	pacedHandlers = Command{Pkg: "./pkg/leanstore/", Run: "^TestPacedHandler", Short: true, Timeout: 5 * time.Minute}
 	// unpackYields is the informer's test of its yields to a handler that
 	// has fallen behind while it decodes packed objects (informer_test.go).
 	unpackYields = Command{Pkg: "./internal/informer/", Run: "^TestUnpackYields", Short: true, Timeout: 5 * time.Minute}
@@ -710,6 +714,27 @@ var Catalog = []Mutant{
 			Old: "if ls.c.pack != nil || !l.failure.Relist {",
 			New: "if ls.c.pack != nil {"}},
 		Cmd: pacerPackage,
+	},
+	// Handlers reach a first list's pacer as the indexer does.
+	{
+		Name:   "delivery-tick-dropped",
+		Where:  "internal/reflector/pack.go: (*ListWatch).Delivered",
+		Breaks: "the handlers' tick never reaches a first list's pacer: the garbage of client-go's delivery of the list's notifications is left to the guard's goroutine, and a cache of small objects peaks higher at start-up",
+		Edits: []Edit{{File: "internal/reflector/pack.go",
+			Old: "\t\tp.DeliveryTick()",
+			New: "\t\t_ = p"}},
+		Cmd: pacerPackage,
+	},
+	// The handlers leanstore gives client-go tick the heap bound for each
+	// add of the initial list and pass every call on as client-go made it.
+	{
+		Name:   "paced-handler-drops-initial-flag",
+		Where:  "pkg/leanstore/handlers.go: pacedHandler.OnAdd",
+		Breaks: "a handler is told that the adds of the initial list are not in it: a controller that handles its initial list apart (isInInitialList) takes every cached object for a new one",
+		Edits: []Edit{{File: "pkg/leanstore/handlers.go",
+			Old: "h.ResourceEventHandler.OnAdd(obj, isInInitialList)",
+			New: "h.ResourceEventHandler.OnAdd(obj, false)"}},
+		Cmd: pacedHandlers,
 	},
 	// The index functions leanstore gives client-go tick the heap bound and
 	// return the caller's values and errors.

@@ -50,7 +50,8 @@ type lister struct {
 
 	// handOver is the pacer of the last guarded list (a first list, or a
 	// re-list of packed objects), whose guard the informer's goroutines tick
-	// as they take its objects in (ListWatch.Unpacked and Indexed).
+	// as they take its objects in (ListWatch.Unpacked, Indexed and
+	// Delivered).
 	handOver atomic.Pointer[Pacer]
 }
 

@@ -526,9 +526,10 @@ func handOverTest(t *testing.T) {
 
 // TestPacerHandOverTicksCollectInTheInformersGoroutine: while a guard runs,
 // the informer's decoding of packed objects (HandOverTick after each) and
-// its indexer's storing of decoded ones (IndexTick before each) force
-// collections themselves, synchronously, once the garbage passes half the
-// bound's margin (decoding) or a fifth of it (storing, the guard's own
+// its indexer's storing of decoded ones (IndexTick before each) and its
+// handlers' taking in of the list's adds (DeliveryTick) force collections
+// themselves, synchronously, once the garbage passes half the bound's margin
+// (decoding) or a fifth of it (storing and delivering, the guard's own
 // threshold); before the guard starts and after it ends, they force none.
 func TestPacerHandOverTicksCollectInTheInformersGoroutine(t *testing.T) {
 	for _, tc := range []struct {
@@ -543,6 +544,7 @@ func TestPacerHandOverTicksCollectInTheInformersGoroutine(t *testing.T) {
 	}{
 		{"decoding", (*Pacer).HandOverTick, 4},
 		{"storing", (*Pacer).IndexTick, 20},
+		{"delivering", (*Pacer).DeliveryTick, 20},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			handOverTest(t)
@@ -591,47 +593,59 @@ func TestPacerHandOverTicksCollectInTheInformersGoroutine(t *testing.T) {
 
 // TestPacerOfAFirstListIsTickedByTheIndexer: after a first list of decoded
 // objects, the informer's indexer (ListWatch.Indexed, which leanstore's
-// index functions call) ticks that list's pacer while its guard runs, and
-// collections are forced as the informer stores the objects; once the
-// informer has taken the list in and the guard has ended, none are.
+// index functions call) and its handlers (ListWatch.Delivered, which
+// leanstore's wrappers of them call) tick that list's pacer while its guard
+// runs, and collections are forced as the informer stores the objects and
+// delivers them; once the informer has taken the list in and the guard has
+// ended, none are.
 func TestPacerOfAFirstListIsTickedByTheIndexer(t *testing.T) {
-	handOverTest(t)
-	r := &loopReporter{}
-	c := testConfig(&fakeSource{pods: []corev1.Pod{*testPod("a", "7"), *testPod("b", "8")}, rv: "9"}, StreamingOff, r)
-	c.ListOptions, c.HeapBound = nil, 1.25
-	lw := New(c)
-	var taken atomic.Bool
-	lw.GuardHandOver(taken.Load)
-	if _, err := lw.ListWithContext(t.Context(), metav1.ListOptions{ResourceVersion: "0"}); err != nil {
-		t.Fatal(err)
-	}
-	p := lw.lister.handOver.Load()
-	if p == nil || !p.guarding.Load() {
-		t.Fatal("the indexer's tick does not reach the guarded pacer of the first list")
-	}
-	store := func() {
-		for range 256 { // 16 MB of garbage over 8 MB live, 64 KB an object
-			handOverSink = make([]byte, 64<<10)
-			lw.Indexed()
-		}
-		handOverSink = nil
-	}
-	base, _ := r.status()
-	store()
-	// At every heap check (every 8 objects): about 30. The guard's own
-	// goroutine, which reads the heap every millisecond, collects a few
-	// times at most in the milliseconds the loop would take without them.
-	if n, _ := r.status(); n-base < 20 {
-		t.Fatalf("%d collections forced while the indexer stored 16 MB under the guard, want at least 20", n-base)
-	}
-	taken.Store(true)
-	if !eventually(10*time.Second, func() bool { return !p.guarding.Load() }) {
-		t.Fatal("the guard did not end once the informer had taken the list in")
-	}
-	base, _ = r.status()
-	store()
-	if n, _ := r.status(); n != base {
-		t.Fatalf("%d collections forced by the indexer after the guard ended, want none", n-base)
+	for _, tc := range []struct {
+		name string
+		tick func(*ListWatch)
+	}{
+		{"indexer", (*ListWatch).Indexed},
+		{"handlers", (*ListWatch).Delivered},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			handOverTest(t)
+			r := &loopReporter{}
+			c := testConfig(&fakeSource{pods: []corev1.Pod{*testPod("a", "7"), *testPod("b", "8")}, rv: "9"}, StreamingOff, r)
+			c.ListOptions, c.HeapBound = nil, 1.25
+			lw := New(c)
+			var taken atomic.Bool
+			lw.GuardHandOver(taken.Load)
+			if _, err := lw.ListWithContext(t.Context(), metav1.ListOptions{ResourceVersion: "0"}); err != nil {
+				t.Fatal(err)
+			}
+			p := lw.lister.handOver.Load()
+			if p == nil || !p.guarding.Load() {
+				t.Fatalf("the %s' tick does not reach the guarded pacer of the first list", tc.name)
+			}
+			store := func() {
+				for range 256 { // 16 MB of garbage over 8 MB live, 64 KB an object
+					handOverSink = make([]byte, 64<<10)
+					tc.tick(lw)
+				}
+				handOverSink = nil
+			}
+			base, _ := r.status()
+			store()
+			// At every heap check (every 8 objects): about 30. The guard's own
+			// goroutine, which reads the heap every millisecond, collects a few
+			// times at most in the milliseconds the loop would take without them.
+			if n, _ := r.status(); n-base < 20 {
+				t.Fatalf("%d collections forced while the %s took 16 MB in under the guard, want at least 20", n-base, tc.name)
+			}
+			taken.Store(true)
+			if !eventually(10*time.Second, func() bool { return !p.guarding.Load() }) {
+				t.Fatal("the guard did not end once the informer had taken the list in")
+			}
+			base, _ = r.status()
+			store()
+			if n, _ := r.status(); n != base {
+				t.Fatalf("%d collections forced by the %s after the guard ended, want none", n-base, tc.name)
+			}
+		})
 	}
 }
 

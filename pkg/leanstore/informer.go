@@ -45,6 +45,10 @@ type Informer struct {
 	// invalid is the factory's first invalid option: such an informer never
 	// runs, so that it cannot sync with settings it was not given.
 	invalid error
+	// deliveryTick is called by the handlers' wrappers for each add of the
+	// initial list (pacedHandler); nil when handlers are not wrapped (no
+	// heap bound, an encoded store, a client-go fallback informer).
+	deliveryTick func()
 
 	mu      sync.Mutex
 	started bool
@@ -125,6 +129,11 @@ func newInformer(cfg informerConfig, o *options, state *reflector.StreamingState
 	tr.SetReflector(standInReflector(lw, cfg.example, cfg.name))
 	inf := &Informer{SharedIndexInformer: inner, name: cfg.name, resource: cfg.gr(), lw: lw, shard: shard, handed: handed,
 		strip: strip, reporter: tr, invalid: invalid}
+	if enc == nil && o.heapBound > 0 {
+		// An encoded store's informer collects as it decodes the list's
+		// objects for its handlers (Unpacked).
+		inf.deliveryTick = lw.Delivered
+	}
 	if handed.Compact {
 		handed.Placeholder = func(r *reflector.Record) runtime.Object { return placeholder(r, cfg.example) }
 	}
