@@ -408,7 +408,13 @@ func WithDegradedAfter(n int) Option {
 // per object, most of it garbage by the time the informer has synced, which in
 // a cache of small objects was a third of the live heap (docs/memory.md, "The
 // start-up peak of small caches"). A collection forced there holds the
-// indexer's lock for as long as it takes, during the first list only. The default,
+// indexer's lock for as long as it takes, during the first list only. The
+// handlers the informer is given (AddEventHandler and its variants) are
+// wrapped too: each add of the first list that client-go delivers to one ticks
+// the bound from that handler's goroutine, where client-go allocates for every
+// notification after the indexer's last tick; every call is passed on
+// unchanged, and client-go's logs name such a handler leanstore.pacedHandler.
+// With a bound of 0 the handlers are given to client-go as they are. The default,
 // 1.25, keeps the start-up and re-list peaks near the cache's own size instead
 // of about twice the live heap (GOGC=100), for the collections it forces:
 // docs/memory.md ("The defaults, measured") gives the peaks and the forced
