@@ -40,6 +40,10 @@
 //     history's events of the versions written in the step, in order; and
 //     leanstore's events and objects equal client-go's of the same kind (see
 //     streams.go for what a list may coalesce, and why the rest may not);
+//   - the initial list's flag: the adds a handler is told as of the initial
+//     list (isInInitialList) come before any other event, and leanstore's
+//     are client-go's of the same kind, key by key and resourceVersion by
+//     resourceVersion;
 //   - faults that act: each step reads the proxy's counters of its fault
 //     (faults.Counter); a fault that no request met yet holds, the writer
 //     writing on, until one does or for up to 65 s (a client-go informer

@@ -35,6 +35,9 @@ type toldEvent struct {
 	// resourceVersion: client-go hands one for every object a re-list finds
 	// unchanged; the event streams leave them out.
 	unchanged bool
+	// initial is set for an add told as one of the informer's initial list
+	// (OnAdd's isInInitialList).
+	initial bool
 	// phase is the program's phase when the handler was called (see Run).
 	phase int
 	at    time.Time
@@ -53,7 +56,10 @@ type toldEvent struct {
 //     the object;
 //   - a delete's object equals the last object it was told, but for the
 //     resourceVersion (a deletion, a move out of the selector and a
-//     re-list's delete carry a newer one); a tombstone's equals it exactly.
+//     re-list's delete carry a newer one); a tombstone's equals it exactly;
+//   - the adds told as of the initial list (isInInitialList) come first:
+//     none after an event that was not (client-go sets the flag until its
+//     first list has been handed over, then never again).
 //
 // With keep set (object mode, Run's subjects) it keeps a deep copy of every
 // object it is told, for the content and event-stream checks; it never
@@ -73,6 +79,7 @@ type recorder struct {
 	last       map[string]string          // key -> newest resourceVersion seen
 	newest     string                     // newest resourceVersion told after the initial list (ordered)
 	newestKey  string
+	pastFirst  string // the first event told that was not of the initial list (object mode)
 	events     int
 	log        []toldEvent // object mode
 	violations []string
@@ -137,13 +144,19 @@ func (r *recorder) saw(what eventKind, old, obj any, initial bool) {
 	// handlers may be reading too. It is normalized: one informer decodes an
 	// object with or without its TypeMeta depending on the path (see
 	// normalized).
-	ev := toldEvent{kind: what, key: k, rv: rv, obj: normalized(ro.DeepCopyObject()), tombstone: tombstone, at: time.Now()}
+	ev := toldEvent{kind: what, key: k, rv: rv, obj: normalized(ro.DeepCopyObject()), tombstone: tombstone, initial: initial, at: time.Now()}
 	if r.phase != nil {
 		ev.phase = int(r.phase.Load())
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.checkEvent(&ev, old)
+	switch {
+	case !initial && r.pastFirst == "":
+		r.pastFirst = fmt.Sprintf("%s of %s at resourceVersion %s", what, k, rv)
+	case initial && r.pastFirst != "":
+		r.violate("add of %s at resourceVersion %s told as of the initial list after %s, which was not", k, rv, r.pastFirst)
+	}
 	if r.ordered && !initial {
 		r.checkOrder(&ev)
 	}

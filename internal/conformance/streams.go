@@ -33,6 +33,11 @@ import (
 //     which neither listed, and where both were told the same version of an
 //     object, leanstore's object equals client-go's with leanstore's
 //     stripping;
+//   - leanstore's adds told as of the initial list (isInInitialList) are
+//     client-go's: the same keys at the same resourceVersions, none missing
+//     and none more (nothing is written during the initial sync, so every
+//     informer's first list holds the same objects), all of them in the
+//     initial sync;
 //   - and the recorder's own checks (see recorder): no second add without a
 //     delete, resourceVersions that go forwards, old objects that are the
 //     last ones told.
@@ -170,6 +175,9 @@ func againstClientGo(s, o *subject, phases []*phase) []string {
 			}
 		}
 	}
+	if d := cmp.Diff(os.initialAdds(), ss.initialAdds(), cmpopts.EquateEmpty()); d != "" {
+		fails.add("the adds told as of the initial list differ (-client-go +leanstore):\n%s", indent(d))
+	}
 	for i, ph := range phases {
 		if !calm(s, phases, i) || !calm(o, phases, i) {
 			continue
@@ -225,6 +233,26 @@ func idealLines(ideal map[string][]idealEvent, from, to uint64) []string {
 	for i, l := range ls {
 		out[i] = l.text
 	}
+	return out
+}
+
+// initialAdds are the adds told as of the initial list, one line each, in
+// key order (a LIST and a streaming list need not hand them in the same
+// order), each with the phase it was told in when that is not the initial
+// sync.
+func (st stream) initialAdds() []string {
+	var out []string
+	for _, e := range st.evs {
+		if !e.initial {
+			continue
+		}
+		l := fmt.Sprintf("%s %s at %s", e.kind, e.key, e.rv)
+		if e.phase != 0 {
+			l += fmt.Sprintf(" (in phase %d, not the initial sync)", e.phase)
+		}
+		out = append(out, l)
+	}
+	slices.Sort(out)
 	return out
 }
 

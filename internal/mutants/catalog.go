@@ -734,7 +734,29 @@ var Catalog = []Mutant{
 		Edits: []Edit{{File: "pkg/leanstore/handlers.go",
 			Old: "h.ResourceEventHandler.OnAdd(obj, isInInitialList)",
 			New: "h.ResourceEventHandler.OnAdd(obj, false)"}},
+		Cmd: harness,
+	},
+	{
+		Name:   "paced-handler-ticks-every-add",
+		Where:  "pkg/leanstore/handlers.go: pacedHandler.OnAdd",
+		Breaks: "every add ticks the heap bound, not only the initial list's: each add of the watch pays the tick's reads after the first list",
+		Edits: []Edit{{File: "pkg/leanstore/handlers.go",
+			Old: "\tif isInInitialList {\n\t\th.tick()",
+			New: "\tif true {\n\t\th.tick()"}},
 		Cmd: pacedHandlers,
+	},
+	// The encoded store's informer tells its handlers which adds are of the
+	// initial list, as client-go's FIFO says.
+	{
+		Name:   "informer-drops-initial-flag",
+		Where:  "internal/informer/informer.go: (*sharedIndexInformer).RunWithContext",
+		Breaks: "the encoded store's handlers are told that the adds of the initial list are not in it: a controller that handles its initial list apart takes every cached object for a new one",
+		Edits: []Edit{{File: "internal/informer/informer.go",
+			Old: "return s.handleDeltas(logger, obj, isInInitialList)",
+			New: "return s.handleDeltas(logger, obj, false)"}, {File: "internal/informer/informer.go",
+			Old: "return s.handleBatchDeltas(logger, deltas, isInInitialList)",
+			New: "return s.handleBatchDeltas(logger, deltas, false)"}},
+		Cmd: harness,
 	},
 	// The index functions leanstore gives client-go tick the heap bound and
 	// return the caller's values and errors.
